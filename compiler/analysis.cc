@@ -1,0 +1,101 @@
+#include "analysis.h"
+
+#include "canonical.h"
+#include "warp_gemm_plan.h"
+
+namespace cake::compiler {
+namespace {
+
+struct PassEntry {
+  const char* name;
+  PassFn fn;
+};
+
+constexpr PassEntry kPasses[] = {
+    {"construction", RunConstructionPass}, {"admission", RunAdmissionPass},
+    {"fragments", RunFragmentPass},        {"bounds_alignment", RunBoundsPass},
+    {"convergence", RunConvergencePass},   {"roles", RunRolePass},
+    {"pipelines", RunPipelinePass},        {"resources", RunResourcePass},
+    {"program", RunProgramPass},
+};
+
+}  // namespace
+
+std::unique_ptr<Analysis> Analyze(const ParsedModule& parsed, const TargetInfo& target,
+                                  const AnalyzeOptions& options) {
+  auto a = std::make_unique<Analysis>();
+  PassContext& ctx = a->context;
+  ctx.module = &parsed.module;
+  ctx.target = &target;
+  ctx.toolchain_ptx = options.toolchain_ptx;
+  if (auto v = ParsePtxVersion(parsed.module.target().ptx_version())) {
+    ctx.ptx = *v;
+    ctx.ptx_known = true;
+  }
+  for (int i = 0; i < parsed.module.kernels_size(); ++i)
+    ctx.graphs.push_back(BuildKernelGraph(parsed.module.kernels(i), i));
+
+  report::AnalysisReport& r = a->report;
+  r.set_schedule_hash(ScheduleHash(parsed.module));
+  r.set_target(std::string(target.name));
+  r.set_ptx_version(parsed.module.target().ptx_version());
+
+  DiagnosticSink sink;
+  Verdict overall = report::VERIFIED;
+  bool stopped = false;
+  for (const PassEntry& pass : kPasses) {
+    report::PassResult* pr = r.add_passes();
+    pr->set_pass(pass.name);
+    if (stopped) continue;  // verdict stays UNSPECIFIED: not run
+    const size_t first = sink.size();
+    CheckCounter checks;
+    pass.fn(ctx, sink, checks);
+    const Verdict v = VerdictSince(sink, first);
+    pr->set_verdict(v);
+    pr->set_conditions_checked(checks.checked);
+    int unknowns = 0;
+    for (size_t i = first; i < sink.size(); ++i)
+      if (sink.diagnostics()[i].severity() == report::UNKNOWN) ++unknowns;
+    pr->set_conditions_unknown(unknowns);
+    overall = Worst(overall, v);
+    if (pass.fn == RunConstructionPass && v == report::REJECTED) stopped = true;
+  }
+  if (stopped) overall = report::REJECTED;
+
+  // Lowering coverage: a legal schedule this compiler cannot lower yet is unknown, said plainly.
+  report::PassResult* lower = r.add_passes();
+  lower->set_pass("lowering_coverage");
+  if (!stopped && !ctx.graphs.empty()) {
+    const size_t first = sink.size();
+    auto plan = PlanWarpGemm(parsed.module, *ctx.graphs[0]);
+    lower->set_conditions_checked(1);
+    r.set_lowering_supported(plan.ok());
+    if (!plan.ok()) {
+      sink.Unknown(report::DIAG_LOWERING_UNSUPPORTED)
+          .Path(ctx.graphs[0]->path)
+          .Condition("a lowering exists for every construct in the schedule")
+          .Evidence(std::string(plan.status().message()))
+          .Repair("lowerings today: warp_gemm (mma.sync m16n8k16 BF16, cp.async stages 1-4)")
+          .Message("this schedule analyzes but does not lower yet");
+      lower->set_conditions_unknown(1);
+    }
+    lower->set_verdict(VerdictSince(sink, first));
+    overall = Worst(overall, lower->verdict());
+
+    const KernelGraph& g = *ctx.graphs[0];
+    report::ResourceEstimate* res = r.mutable_resources();
+    res->set_shared_bytes(PlanShared(g).total_bytes);
+    res->set_shared_limit_bytes(target.shared_per_block_optin);
+    res->set_threads_per_cta(g.kernel->launch().threads_per_cta());
+    res->set_registers_per_thread_estimate(EstimateRegistersPerThread(g));
+    res->set_registers_per_thread_limit(target.max_registers_per_thread);
+  }
+  r.set_verdict(overall);
+  for (Diagnostic& d : sink.mutable_diagnostics()) {
+    if (!d.path().empty()) *d.mutable_span() = parsed.source_map.Lookup(d.path());
+    *r.add_diagnostics() = std::move(d);
+  }
+  return a;
+}
+
+}  // namespace cake::compiler

@@ -1,0 +1,306 @@
+// Convergence, role and pipeline-generation checks.
+//  * Aligned warp operations (ldmatrix, mma.sync, setmaxnreg, warp reductions) need a complete
+//    converged warp: they may not sit under a per-thread branch, and an unknown branch uniformity
+//    is unknown, not pass.
+//  * Roles partition the CTA's warps; an accumulator is used only by its owning role.
+//  * Each pipeline generation goes Free -> Filling -> Ready -> Reading -> Free: produced by a
+//    declared producer, consumed by a declared consumer in the same iteration domain, released
+//    after the last read of its storage.
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "passes.h"
+
+namespace cake::compiler {
+namespace {
+
+void CheckConvergence(const KernelGraph& g, DiagnosticSink& sink, CheckCounter& checks) {
+  for (const auto& np : g.nodes) {
+    const OpNode& n = *np;
+    if (!IsWarpCollective(*n.op)) continue;
+    ++checks;
+    if (n.branch_uniformity == ir::NON_UNIFORM) {
+      sink.Error(report::DIAG_DIVERGENT_COLLECTIVE)
+          .Op(n.op->id())
+          .Path(n.path)
+          .Role(n.role)
+          .Condition(absl::StrCat(OpKind(*n.op), " executes on a complete converged warp"))
+          .Evidence("enclosed by if_uniform with uniformity NON_UNIFORM")
+          .Repair("mask the data (zero-fill) instead of branching, or make the condition uniform")
+          .Message("aligned warp operation under a per-thread branch");
+    } else if (n.branch_uniformity == ir::UNIFORMITY_UNSPECIFIED) {
+      sink.Unknown(report::DIAG_CONVERGENCE_UNKNOWN)
+          .Op(n.op->id())
+          .Path(n.path)
+          .Role(n.role)
+          .Condition(absl::StrCat(OpKind(*n.op), " executes on a complete converged warp"))
+          .Evidence("enclosing branch does not state its uniformity")
+          .Repair("state uniformity: UNIFORM_WARP or UNIFORM_CTA (proven), or restructure")
+          .Message("warp convergence cannot be established");
+    }
+    auto ri = g.roles.find(n.role);
+    ++checks;
+    if (ri != g.roles.end() && ri->second->issuer() == ir::Role::ELECTED_LANE)
+      sink.Error(report::DIAG_DIVERGENT_COLLECTIVE)
+          .Op(n.op->id())
+          .Path(n.path)
+          .Role(n.role)
+          .Condition("aligned warp operations run in a role whose issuer is ALL_LANES")
+          .Evidence(absl::StrCat("role '", n.role, "' issues from an elected lane"))
+          .Message("aligned warp operation in an elected-lane role");
+  }
+}
+
+void CheckRoles(const KernelGraph& g, DiagnosticSink& sink, CheckCounter& checks) {
+  const int warps = g.kernel->launch().threads_per_cta() / 32;
+  std::map<int, std::string> owner;
+  for (const ir::Role& r : g.kernel->roles()) {
+    const std::string path = g.DeclPath("roles", r.name());
+    ++checks;
+    if (r.warps().empty())
+      sink.Error(report::DIAG_MISSING_FIELD)
+          .Path(path)
+          .Role(r.name())
+          .Condition("a role owns at least one warp")
+          .Message(absl::StrCat("role '", r.name(), "' has no warps"));
+    for (int w : r.warps()) {
+      ++checks;
+      if (w < 0 || w >= warps) {
+        sink.Error(report::DIAG_ROLE_WARP_OUT_OF_RANGE)
+            .Path(path)
+            .Role(r.name())
+            .Condition(absl::StrCat("0 <= warp < ", warps, " (threads_per_cta / 32)"))
+            .Evidence(absl::StrCat("warp ", w))
+            .Message(absl::StrCat("role '", r.name(), "' names warp ", w, " outside the CTA"));
+        continue;
+      }
+      auto [it, inserted] = owner.emplace(w, r.name());
+      ++checks;
+      if (!inserted)
+        sink.Error(report::DIAG_ROLE_WARP_OVERLAP)
+            .Path(path)
+            .Role(r.name())
+            .Condition("roles partition the CTA's warps")
+            .Evidence(absl::StrCat("warp ", w, " belongs to '", it->second, "' and '", r.name(),
+                                   "'"))
+            .Message(absl::StrCat("warp ", w, " is in two roles"));
+    }
+    ++checks;
+    if (r.register_budget() != 0 &&
+        (r.register_budget() < 24 || r.register_budget() > 256 || r.register_budget() % 8 != 0))
+      sink.Error(report::DIAG_INVALID_VALUE)
+          .Path(path)
+          .Role(r.name())
+          .Condition("register_budget is a multiple of 8 in [24, 256] (setmaxnreg)")
+          .Evidence(absl::StrCat("register_budget = ", r.register_budget()))
+          .Message("invalid register budget");
+  }
+  ++checks;
+  if (!g.kernel->roles().empty() && static_cast<int>(owner.size()) < warps)
+    sink.Warning(report::DIAG_LAUNCH_SHAPE_INVALID)
+        .Path(absl::StrCat(g.path, ".launch"))
+        .Condition("every launched warp belongs to a role")
+        .Evidence(absl::StrCat(owner.size(), " of ", warps, " warps assigned"))
+        .Message("some launched warps belong to no role and will idle");
+
+  for (const auto& np : g.nodes) {
+    const ir::Operation& op = *np->op;
+    std::string acc;
+    if (op.has_mma()) acc = op.mma().acc();
+    if (op.has_store_accumulator()) acc = op.store_accumulator().acc();
+    if (acc.empty()) continue;
+    auto ai = g.accumulators.find(acc);
+    if (ai == g.accumulators.end()) continue;
+    ++checks;
+    if (!np->role.empty() && ai->second->owner() != np->role)
+      sink.Error(report::DIAG_ACCUMULATOR_CROSS_ROLE)
+          .Op(op.id())
+          .Path(np->path)
+          .Resource(acc)
+          .Role(np->role)
+          .Condition(absl::StrCat("accumulator '", acc, "' is used only by its owner '",
+                                  ai->second->owner(), "'"))
+          .Evidence(absl::StrCat("used in role '", np->role, "'"))
+          .Repair("transfer through shared storage with a pipeline handoff")
+          .Message("registers do not migrate between roles");
+  }
+}
+
+// Buffers an operation reads from shared storage.
+std::vector<std::string> SharedReads(const ir::Operation& op) {
+  if (op.has_matrix_load()) return {op.matrix_load().src()};
+  if (op.has_decode_fragment()) return {op.decode_fragment().records()};
+  if (op.has_scale_load()) return {op.scale_load().src()};
+  return {};
+}
+
+std::vector<std::string> SharedWrites(const ir::Operation& op) {
+  if (op.has_copy()) return {op.copy().dst()};
+  if (op.has_store_shared()) return {op.store_shared().dst()};
+  if (op.has_gather_records()) return {op.gather_records().dst()};
+  return {};
+}
+
+void CheckPipelines(const KernelGraph& g, DiagnosticSink& sink, CheckCounter& checks) {
+  std::map<std::string, std::vector<const OpNode*>> produces, consumes;
+  for (const auto& np : g.nodes) {
+    if (np->op->has_produce()) produces[np->op->produce().pipeline()].push_back(np.get());
+    if (np->op->has_consume()) consumes[np->op->consume().pipeline()].push_back(np.get());
+  }
+  for (const ir::Pipeline& p : g.kernel->pipelines()) {
+    const std::string path = g.DeclPath("pipelines", p.name());
+    const auto& prod = produces[p.name()];
+    const auto& cons = consumes[p.name()];
+    ++checks;
+    if (!prod.empty() && cons.empty())
+      sink.Error(report::DIAG_PIPE_STAGE_UNREAD)
+          .Path(path)
+          .Resource(p.name())
+          .Condition("every produced generation is consumed")
+          .Evidence(absl::StrCat("produced by '", prod.front()->op->id(), "'; no consume"))
+          .Message(absl::StrCat("pipeline '", p.name(), "' is filled but never read"));
+    ++checks;
+    if (prod.empty() && !cons.empty())
+      sink.Error(report::DIAG_PIPE_STAGE_UNREAD)
+          .Path(path)
+          .Resource(p.name())
+          .Condition("every consumed generation is produced")
+          .Evidence(absl::StrCat("consumed by '", cons.front()->op->id(), "'; no produce"))
+          .Message(absl::StrCat("pipeline '", p.name(), "' is read but never filled"));
+    const std::set<std::string> producers(p.producers().begin(), p.producers().end());
+    const std::set<std::string> consumers(p.consumers().begin(), p.consumers().end());
+    for (const OpNode* n : prod) {
+      ++checks;
+      if (!producers.count(n->role))
+        sink.Error(report::DIAG_PIPE_ROLE_NOT_PRODUCER)
+            .Op(n->op->id())
+            .Path(n->path)
+            .Resource(p.name())
+            .Role(n->role)
+            .Condition(absl::StrCat("produce runs in a producer role of '", p.name(), "': ",
+                                    absl::StrJoin(p.producers(), ", ")))
+            .Message(absl::StrCat("role '", n->role, "' does not produce '", p.name(), "'"));
+    }
+    for (const OpNode* n : cons) {
+      ++checks;
+      if (!consumers.count(n->role))
+        sink.Error(report::DIAG_PIPE_ROLE_NOT_CONSUMER)
+            .Op(n->op->id())
+            .Path(n->path)
+            .Resource(p.name())
+            .Role(n->role)
+            .Condition(absl::StrCat("consume runs in a consumer role of '", p.name(), "': ",
+                                    absl::StrJoin(p.consumers(), ", ")))
+            .Message(absl::StrCat("role '", n->role, "' does not consume '", p.name(), "'"));
+      // Generation ownership: the release comes after the final read of the stage's storage.
+      int release_at = -1;
+      for (size_t i = 0; i < n->children.size(); ++i)
+        if (n->children[i]->op->has_release()) release_at = static_cast<int>(i);
+      ++checks;
+      if (release_at < 0) {
+        sink.Error(report::DIAG_PIPE_NOT_RELEASED)
+            .Op(n->op->id())
+            .Path(n->path)
+            .Resource(p.name())
+            .Condition("a consume region releases its generation")
+            .Repair("add `release { pipeline: ... }` after the last read")
+            .Message("stage is never released: its producer would wait forever");
+        continue;
+      }
+      for (size_t i = release_at + 1; i < n->children.size(); ++i)
+        for (const std::string& buf : SharedReads(*n->children[i]->op)) {
+          auto bi = g.buffers.find(buf);
+          ++checks;
+          if (bi != g.buffers.end() && bi->second->pipeline() == p.name())
+            sink.Error(report::DIAG_PIPE_REUSE_BEFORE_RELEASE)
+                .Op(n->children[i]->op->id())
+                .Path(n->children[i]->path)
+                .Resource(absl::StrCat(p.name(), ".", buf))
+                .Role(n->role)
+                .Condition("a generation cannot be released while a consumer still reads it")
+                .Evidence(absl::StrCat("'", n->children[i]->op->id(), "' reads '", buf,
+                                       "' after release '", n->children[release_at]->op->id(),
+                                       "'; the producer may already refill that slot"))
+                .Repair("move the release after the final shared read")
+                .Message("read of a pipeline stage after its release");
+        }
+      // Matched iteration streams: the consumer walks the same loop nest as the producer.
+      for (const OpNode* pn : prod) {
+        ++checks;
+        if (pn->loop_nest != n->loop_nest)
+          sink.Error(report::DIAG_PIPE_DOMAIN_MISMATCH)
+              .Op(n->op->id())
+              .Path(n->path)
+              .Resource(p.name())
+              .Condition("producer and consumer of a pipeline iterate the same domain")
+              .Evidence(absl::StrCat("produce '", pn->op->id(), "' in [",
+                                     absl::StrJoin(pn->loop_nest, ", "), "]; consume in [",
+                                     absl::StrJoin(n->loop_nest, ", "), "]"))
+              .Message("mismatched pipeline iteration domains");
+      }
+    }
+  }
+  // Writes to a ring happen inside a produce of its pipeline, with its transfer mechanism;
+  // reads of a ring happen inside a consume of its pipeline.
+  for (const auto& np : g.nodes) {
+    const ir::Operation& op = *np->op;
+    for (const std::string& buf : SharedWrites(op)) {
+      auto bi = g.buffers.find(buf);
+      if (bi == g.buffers.end() || bi->second->pipeline().empty()) continue;
+      const std::string& ring = bi->second->pipeline();
+      ++checks;
+      if (np->produce != ring) {
+        sink.Error(report::DIAG_MISPLACED_OP)
+            .Op(op.id())
+            .Path(np->path)
+            .Resource(buf)
+            .Condition(absl::StrCat("'", buf, "' is written inside a produce of '", ring, "'"))
+            .Message("write to a pipeline stage without owning a Filling generation");
+        continue;
+      }
+      auto pi = g.pipelines.find(ring);
+      ++checks;
+      if (op.has_copy() && pi != g.pipelines.end() &&
+          op.copy().transfer() != pi->second->transfer())
+        sink.Error(report::DIAG_PIPE_TRANSFER_MISMATCH)
+            .Op(op.id())
+            .Path(np->path)
+            .Resource(ring)
+            .Condition(absl::StrCat("copies into '", ring, "' use its transfer mechanism (",
+                                    ir::Transfer_Name(pi->second->transfer()), ")"))
+            .Evidence(absl::StrCat("copy uses ", ir::Transfer_Name(op.copy().transfer())))
+            .Repair("async-group waits and transaction-barrier waits are not interchangeable")
+            .Message("copy completion mechanism differs from the pipeline's");
+    }
+    for (const std::string& buf : SharedReads(op)) {
+      auto bi = g.buffers.find(buf);
+      if (bi == g.buffers.end() || bi->second->pipeline().empty()) continue;
+      ++checks;
+      if (np->consume != bi->second->pipeline())
+        sink.Error(report::DIAG_MISPLACED_OP)
+            .Op(op.id())
+            .Path(np->path)
+            .Resource(buf)
+            .Condition(absl::StrCat("'", buf, "' is read inside a consume of '",
+                                    bi->second->pipeline(), "'"))
+            .Message("read of a pipeline stage that is not Ready for this consumer");
+    }
+  }
+}
+
+}  // namespace
+
+void RunConvergencePass(const PassContext& ctx, DiagnosticSink& sink, CheckCounter& checks) {
+  for (const auto& g : ctx.graphs) CheckConvergence(*g, sink, checks);
+}
+
+void RunRolePass(const PassContext& ctx, DiagnosticSink& sink, CheckCounter& checks) {
+  for (const auto& g : ctx.graphs) CheckRoles(*g, sink, checks);
+}
+
+void RunPipelinePass(const PassContext& ctx, DiagnosticSink& sink, CheckCounter& checks) {
+  for (const auto& g : ctx.graphs) CheckPipelines(*g, sink, checks);
+}
+
+}  // namespace cake::compiler

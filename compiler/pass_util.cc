@@ -1,0 +1,87 @@
+#include "absl/strings/str_cat.h"
+#include "passes.h"
+
+namespace cake::compiler {
+
+int DTypeBits(ir::DType t) {
+  switch (t) {
+    case ir::BF16:
+    case ir::F16:
+      return 16;
+    case ir::F32:
+    case ir::S32:
+    case ir::U32:
+      return 32;
+    case ir::S64:
+      return 64;
+    case ir::E4M3:
+    case ir::E5M2:
+    case ir::UE8M0:
+    case ir::UE4M3:
+    case ir::U8:
+      return 8;
+    case ir::E3M2:
+    case ir::E2M3:
+      return 6;
+    case ir::E2M1:
+      return 4;
+    default:
+      return 0;
+  }
+}
+
+std::string DTypeName(ir::DType t) { return ir::DType_Name(t); }
+
+std::optional<int64_t> ConstDim(const ir::Dim& d) {
+  if (d.kind_case() == ir::Dim::kSize) return d.size();
+  return std::nullopt;
+}
+
+int64_t KnownMultiple(const KernelGraph& g, const ir::Dim& d) {
+  if (d.kind_case() == ir::Dim::kSize) return d.size();
+  auto it = g.scalars.find(d.symbol());
+  if (it == g.scalars.end() || it->second->multiple_of() <= 1) return 1;
+  return it->second->multiple_of();
+}
+
+std::string DimText(const ir::Dim& d) {
+  if (d.kind_case() == ir::Dim::kSize) return absl::StrCat(d.size());
+  return d.symbol();
+}
+
+int64_t BufferStageBytes(const ir::Buffer& b) {
+  const int bits = DTypeBits(b.dtype());
+  int64_t elems = 1;
+  const auto& dims = b.shape().dims();
+  for (int i = 0; i < dims.size(); ++i) {
+    int64_t extent = ConstDim(dims[i]).value_or(0);
+    if (i == dims.size() - 1 && b.representation().kind() == ir::Representation::ROW_MAJOR)
+      extent += b.representation().padding_elements();
+    if (i == 0 && dims.size() > 1 && b.representation().kind() == ir::Representation::COL_MAJOR)
+      extent += b.representation().padding_elements();
+    elems *= extent;
+  }
+  return (elems * bits + 7) / 8;
+}
+
+int BufferStages(const KernelGraph& g, const ir::Buffer& b) {
+  if (b.pipeline().empty()) return 1;
+  auto it = g.pipelines.find(b.pipeline());
+  if (it == g.pipelines.end() || it->second->stages() < 1) return 1;
+  return it->second->stages();
+}
+
+bool IsWarpCollective(const ir::Operation& op) {
+  switch (op.op_case()) {
+    case ir::Operation::kMatrixLoad:
+    case ir::Operation::kMma:
+    case ir::Operation::kRegisterBudget:
+    case ir::Operation::kRowReduce:
+    case ir::Operation::kScaleLoad:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace cake::compiler

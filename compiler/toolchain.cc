@@ -1,0 +1,250 @@
+#include "toolchain.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "admission.h"
+#include "base/subprocess.h"
+#include "status_macros.h"
+
+#ifndef CAKE_DEFAULT_NVCC
+#define CAKE_DEFAULT_NVCC "nvcc"
+#endif
+#ifndef CAKE_DEFAULT_CUOBJDUMP
+#define CAKE_DEFAULT_CUOBJDUMP "cuobjdump"
+#endif
+
+namespace cake::compiler {
+namespace fs = std::filesystem;
+namespace {
+
+std::optional<std::string> Executable(const std::string& path) {
+  if (path.empty()) return std::nullopt;
+  return base::FindOnPath(path);
+}
+
+std::string LastLine(absl::string_view text) {
+  std::vector<absl::string_view> lines = absl::StrSplit(text, '\n', absl::SkipWhitespace());
+  return lines.empty() ? "" : std::string(absl::StripAsciiWhitespace(lines.back()));
+}
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+report::ToolchainIdentity Toolchain::Identity() const {
+  report::ToolchainIdentity id;
+  id.set_nvcc_path(nvcc);
+  id.set_nvcc_version(nvcc_version);
+  id.set_ptxas_version(ptxas_version);
+  id.set_cuobjdump_path(cuobjdump);
+  id.set_cuobjdump_version(cuobjdump_version);
+  return id;
+}
+
+absl::StatusOr<Toolchain> DetectToolchain() {
+  Toolchain tc;
+  std::optional<std::string> nvcc;
+  if (const char* env = std::getenv("CAKE_NVCC")) nvcc = Executable(env);
+  if (!nvcc) nvcc = Executable(CAKE_DEFAULT_NVCC);
+  if (!nvcc) nvcc = Executable("nvcc");
+  if (!nvcc) nvcc = Executable("/usr/local/cuda/bin/nvcc");
+  if (!nvcc)
+    return absl::FailedPreconditionError(
+        "nvcc not found: install the CUDA 13.0 toolkit (/usr/local/cuda) or set CAKE_NVCC; "
+        "`make bootstrap` checks for it");
+  tc.nvcc = *nvcc;
+  auto v = base::RunSubprocess({tc.nvcc, "--version"});
+  if (!v.ok() || !v->ok())
+    return absl::FailedPreconditionError(absl::StrCat(tc.nvcc, " --version failed"));
+  std::smatch m;
+  const std::string out = v->stdout_bytes;
+  static const std::regex kRelease(R"(release (\d+)\.(\d+), (V[0-9.]+))");
+  if (!std::regex_search(out, m, kRelease))
+    return absl::FailedPreconditionError(
+        absl::StrCat(tc.nvcc, ": unrecognised --version output: ", LastLine(out)));
+  tc.cuda_major = std::stoi(m[1]);
+  tc.cuda_minor = std::stoi(m[2]);
+  tc.nvcc_version = absl::StrCat("release ", tc.cuda_major, ".", tc.cuda_minor, ", ", m[3].str());
+  tc.ptx = PtxVersionForCudaRelease(tc.cuda_major, tc.cuda_minor);
+  const fs::path bin = fs::path(tc.nvcc).parent_path();
+  auto pv = base::RunSubprocess({(bin / "ptxas").string(), "--version"});
+  tc.ptxas_version = pv.ok() && pv->ok() ? LastLine(pv->stdout_bytes) : "unknown";
+
+  std::optional<std::string> cuobjdump;
+  if (const char* env = std::getenv("CAKE_CUOBJDUMP")) cuobjdump = Executable(env);
+  if (!cuobjdump) cuobjdump = Executable((bin / "cuobjdump").string());
+  if (!cuobjdump) cuobjdump = Executable(CAKE_DEFAULT_CUOBJDUMP);
+  if (!cuobjdump) cuobjdump = Executable("cuobjdump");
+  if (!cuobjdump)
+    return absl::FailedPreconditionError(
+        "cuobjdump not found: `make bootstrap` installs NVIDIA's pinned nvidia-cuda-cuobjdump "
+        "wheel into .toolchain/ (or set CAKE_CUOBJDUMP)");
+  tc.cuobjdump = *cuobjdump;
+  auto cv = base::RunSubprocess({tc.cuobjdump, "--version"});
+  tc.cuobjdump_version = cv.ok() && cv->ok() ? LastLine(cv->stdout_bytes) : "unknown";
+  return tc;
+}
+
+std::vector<std::string> CompileFlags(const TargetInfo& target) {
+  return {"-cubin",
+          "-O3",
+          "-std=c++17",
+          "-lineinfo",
+          "-Xptxas",
+          "-v",
+          "-gencode",
+          absl::StrCat("arch=", std::string(target.virtual_arch), ",code=", std::string(target.name))};
+}
+
+absl::StatusOr<NvccOutput> RunNvcc(const Toolchain& tc, const TargetInfo& target,
+                                   const std::string& source, const std::string& workdir) {
+  std::error_code ec;
+  fs::create_directories(workdir, ec);
+  if (ec) return absl::InternalError(absl::StrCat("cannot create ", workdir, ": ", ec.message()));
+  const fs::path dir(workdir);
+  {
+    std::ofstream out(dir / "kernel.cu", std::ios::binary);
+    out << source;
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", workdir, "/kernel.cu"));
+  }
+  std::vector<std::string> argv = {tc.nvcc};
+  for (const std::string& f : CompileFlags(target)) argv.push_back(f);
+  argv.insert(argv.end(), {"--keep", "--keep-dir", workdir, "-o", (dir / "kernel.cubin").string(),
+                           (dir / "kernel.cu").string()});
+  base::SubprocessOptions opts;
+  opts.working_dir = workdir;
+  opts.timeout = std::chrono::minutes(5);
+  auto run = base::RunSubprocess(argv, opts);
+  if (!run.ok()) return run.status();
+  NvccOutput out;
+  out.log = run->stdout_bytes + run->stderr_bytes;
+  if (!run->ok()) {
+    if (run->timed_out) out.log += "\n[nvcc timed out]";
+    return out;
+  }
+  out.ok = true;
+  out.cubin = ReadFile(dir / "kernel.cubin");
+  out.ptx = ReadFile(dir / "kernel.ptx");
+  return out;
+}
+
+std::optional<report::ResourceUsage> ParsePtxasReport(absl::string_view log,
+                                                      absl::string_view kernel) {
+  // ptxas reports per entry: "Function properties for K" then a frame line, then "Used N
+  // registers, ..." after "Compiling entry function 'K'".
+  const std::string text(log);
+  const std::string name(kernel);
+  const size_t at = text.find("Compiling entry function '" + name + "'");
+  if (at == std::string::npos) return std::nullopt;
+  const size_t next = text.find("Compiling entry function", at + 1);
+  const std::string section = text.substr(at, next == std::string::npos ? std::string::npos : next - at);
+  report::ResourceUsage u;
+  std::smatch m;
+  static const std::regex kRegs(R"(Used (\d+) registers)");
+  static const std::regex kBarriers(R"(used (\d+) barriers)");
+  static const std::regex kSmem(R"((\d+) bytes smem)");
+  static const std::regex kLmem(R"((\d+) bytes lmem)");
+  static const std::regex kFrame(
+      R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
+  if (!std::regex_search(section, m, kRegs)) return std::nullopt;
+  u.set_registers(std::stoi(m[1]));
+  if (std::regex_search(section, m, kBarriers)) u.set_barriers(std::stoi(m[1]));
+  if (std::regex_search(section, m, kSmem)) u.set_shared_static_bytes(std::stoll(m[1]));
+  if (std::regex_search(section, m, kLmem)) u.set_local_memory_bytes(std::stoll(m[1]));
+  if (std::regex_search(section, m, kFrame)) {
+    u.set_stack_frame_bytes(std::stoll(m[1]));
+    u.set_spill_store_bytes(std::stoll(m[2]));
+    u.set_spill_load_bytes(std::stoll(m[3]));
+  }
+  return u;
+}
+
+std::optional<PtxVersion> PtxFileVersion(absl::string_view ptx) {
+  std::smatch m;
+  const std::string text(ptx.substr(0, 4096));
+  static const std::regex kVersion(R"(\.version\s+(\d+\.\d+))");
+  if (!std::regex_search(text, m, kVersion)) return std::nullopt;
+  return ParsePtxVersion(m[1].str());
+}
+
+std::string PtxFileTarget(absl::string_view ptx) {
+  std::smatch m;
+  const std::string text(ptx.substr(0, 4096));
+  static const std::regex kTarget(R"(\.target\s+([A-Za-z0-9_]+))");
+  return std::regex_search(text, m, kTarget) ? m[1].str() : "";
+}
+
+absl::StatusOr<std::string> DumpSass(const Toolchain& tc, const std::string& cubin_path) {
+  auto run = base::RunSubprocess({tc.cuobjdump, "-sass", cubin_path});
+  if (!run.ok()) return run.status();
+  if (!run->ok())
+    return absl::InternalError(absl::StrCat("cuobjdump -sass failed (", run->Describe(), "): ",
+                                            LastLine(run->stderr_bytes)));
+  return run->stdout_bytes;
+}
+
+std::map<std::string, int64_t> SassCensus(absl::string_view sass) {
+  std::map<std::string, int64_t> census;
+  for (absl::string_view line : absl::StrSplit(sass, '\n')) {
+    // "        /*00e0*/                   HMMA.16816.F32.BF16 R8, R8, R12, RZ ;"
+    const size_t close = line.find("*/");
+    if (line.find("/*") == absl::string_view::npos || close == absl::string_view::npos) continue;
+    absl::string_view rest = absl::StripLeadingAsciiWhitespace(line.substr(close + 2));
+    if (rest.empty() || rest.front() == '/') continue;
+    if (rest.front() == '@') {  // predicate guard
+      const size_t sp = rest.find(' ');
+      if (sp == absl::string_view::npos) continue;
+      rest = absl::StripLeadingAsciiWhitespace(rest.substr(sp));
+    }
+    const size_t end = rest.find_first_of(" ;");
+    absl::string_view opcode = rest.substr(0, end);
+    if (opcode.empty() || !(opcode.front() >= 'A' && opcode.front() <= 'Z')) continue;
+    ++census[std::string(opcode)];
+  }
+  return census;
+}
+
+int64_t CountSassForm(const std::map<std::string, int64_t>& census, absl::string_view form) {
+  if (form.empty()) return 0;
+  std::vector<absl::string_view> want = absl::StrSplit(form, '.');
+  int64_t total = 0;
+  for (const auto& [opcode, count] : census) {
+    std::vector<absl::string_view> have = absl::StrSplit(opcode, '.');
+    if (have.empty() || have[0] != want[0]) continue;
+    size_t j = 1;
+    for (size_t i = 1; i < have.size() && j < want.size(); ++i)
+      if (have[i] == want[j]) ++j;
+    if (j == want.size()) total += count;
+  }
+  return total;
+}
+
+std::vector<SourceError> ParseNvccErrors(absl::string_view log, absl::string_view source_name) {
+  std::vector<SourceError> errors;
+  const std::string marker = absl::StrCat(source_name, "(");
+  for (absl::string_view line : absl::StrSplit(log, '\n')) {
+    const size_t at = line.find(marker);
+    if (at == absl::string_view::npos) continue;
+    absl::string_view rest = line.substr(at + marker.size());
+    const size_t close = rest.find(')');
+    int n = 0;
+    if (close == absl::string_view::npos || !absl::SimpleAtoi(rest.substr(0, close), &n)) continue;
+    errors.push_back({n, std::string(line)});
+  }
+  return errors;
+}
+
+}  // namespace cake::compiler
