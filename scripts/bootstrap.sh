@@ -9,7 +9,7 @@ debian_packages=(
   build-essential cmake ninja-build pkg-config git python3 python3-pip
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libabsl-dev libspdlog-dev libfmt-dev libsqlite3-dev sqlite3 libssl-dev
-  libgtest-dev libgmock-dev libcli11-dev libsystemd-dev systemd
+  libgtest-dev libgmock-dev libcli11-dev libsystemd-dev systemd nlohmann-json3-dev
 )
 missing=()
 for p in "${debian_packages[@]}"; do
