@@ -102,7 +102,8 @@ std::vector<std::string> CompileFlags(const TargetInfo& target) {
   return {"-cubin",
           "-O3",
           "-std=c++17",
-          "-lineinfo",
+          // No -lineinfo: it embeds the build directory, and identical inputs must give
+          // byte-identical cubins.
           "-Xptxas",
           "-v",
           "-gencode",
