@@ -57,7 +57,14 @@ report::ToolchainIdentity Toolchain::Identity() const {
 absl::StatusOr<Toolchain> DetectToolchain() {
   Toolchain tc;
   std::optional<std::string> nvcc;
-  if (const char* env = std::getenv("CAKE_NVCC")) nvcc = Executable(env);
+  // An explicit $CAKE_NVCC is authoritative: no silent fallback to another toolchain.
+  if (const char* env = std::getenv("CAKE_NVCC"); env != nullptr && *env) {
+    nvcc = Executable(env);
+    if (!nvcc)
+      return absl::FailedPreconditionError(absl::StrCat(
+          "nvcc not found: CAKE_NVCC=", env,
+          " is not executable; unset it to use the CUDA toolkit `make bootstrap` checks for"));
+  }
   if (!nvcc) nvcc = Executable(CAKE_DEFAULT_NVCC);
   if (!nvcc) nvcc = Executable("nvcc");
   if (!nvcc) nvcc = Executable("/usr/local/cuda/bin/nvcc");
@@ -84,7 +91,14 @@ absl::StatusOr<Toolchain> DetectToolchain() {
   tc.ptxas_version = pv.ok() && pv->ok() ? LastLine(pv->stdout_bytes) : "unknown";
 
   std::optional<std::string> cuobjdump;
-  if (const char* env = std::getenv("CAKE_CUOBJDUMP")) cuobjdump = Executable(env);
+  if (const char* env = std::getenv("CAKE_CUOBJDUMP"); env != nullptr && *env) {
+    cuobjdump = Executable(env);
+    if (!cuobjdump)
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cuobjdump not found: CAKE_CUOBJDUMP=", env,
+          " is not executable; `make bootstrap` installs NVIDIA's pinned nvidia-cuda-cuobjdump "
+          "wheel into .toolchain/"));
+  }
   if (!cuobjdump) cuobjdump = Executable((bin / "cuobjdump").string());
   if (!cuobjdump) cuobjdump = Executable(CAKE_DEFAULT_CUOBJDUMP);
   if (!cuobjdump) cuobjdump = Executable("cuobjdump");
