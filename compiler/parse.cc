@@ -31,8 +31,24 @@ class CollectingErrors : public pb::io::ErrorCollector {
   std::vector<std::string> errors_;
 };
 
+bool IsValidUtf8(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    if (len == 0 || i + len > s.size()) return false;
+    for (size_t j = 1; j < len; ++j)
+      if ((static_cast<unsigned char>(s[i + j]) & 0xc0) != 0x80) return false;
+    i += len;
+  }
+  return true;
+}
+
+// Records where each message was written and collects strings that are not valid UTF-8
+// (text-format escapes can produce any bytes; the schema's strings are text).
 void RecordSpans(const pb::Message& msg, const pb::TextFormat::ParseInfoTree* tree,
-                 const std::string& prefix, const std::string& file, SourceMap* map) {
+                 const std::string& prefix, const std::string& file, SourceMap* map,
+                 std::vector<std::string>* errors) {
   if (tree == nullptr) return;
   const pb::Reflection* refl = msg.GetReflection();
   std::vector<const pb::FieldDescriptor*> fields;
@@ -44,6 +60,13 @@ void RecordSpans(const pb::Message& msg, const pb::TextFormat::ParseInfoTree* tr
       std::string path = prefix.empty() ? field->name() : absl::StrCat(prefix, ".", field->name());
       if (field->is_repeated()) absl::StrAppend(&path, "[", i, "]");
       pb::TextFormat::ParseLocation loc = tree->GetLocation(field, index);
+      if (field->cpp_type() == pb::FieldDescriptor::CPPTYPE_STRING) {
+        const std::string value = field->is_repeated() ? refl->GetRepeatedString(msg, field, i)
+                                                       : refl->GetString(msg, field);
+        if (!IsValidUtf8(value))
+          errors->push_back(absl::StrCat(file, ":", loc.line + 1, ":", loc.column + 1, ": field \"",
+                                         field->name(), "\" is not valid UTF-8"));
+      }
       if (loc.line >= 0) {
         report::SourceSpan span;
         span.set_file(file);
@@ -54,7 +77,7 @@ void RecordSpans(const pb::Message& msg, const pb::TextFormat::ParseInfoTree* tr
       if (field->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE) {
         const pb::Message& child = field->is_repeated() ? refl->GetRepeatedMessage(msg, field, i)
                                                         : refl->GetMessage(msg, field);
-        RecordSpans(child, tree->GetTreeForNested(field, index), path, file, map);
+        RecordSpans(child, tree->GetTreeForNested(field, index), path, file, map, errors);
       }
     }
   }
@@ -87,7 +110,9 @@ absl::StatusOr<ParsedModule> ParseModuleText(absl::string_view text, absl::strin
       return absl::InvalidArgumentError(absl::StrCat(std::string(file), ":1:1: malformed schedule text"));
     return absl::InvalidArgumentError(absl::StrJoin(errors.errors(), "\n"));
   }
-  RecordSpans(parsed.module, &tree, "", parsed.file, &parsed.source_map);
+  std::vector<std::string> utf8_errors;
+  RecordSpans(parsed.module, &tree, "", parsed.file, &parsed.source_map, &utf8_errors);
+  if (!utf8_errors.empty()) return absl::InvalidArgumentError(absl::StrJoin(utf8_errors, "\n"));
   return parsed;
 }
 

@@ -30,6 +30,12 @@ TEST(Parse, UnknownEnumValueIsAnError) {
   EXPECT_NE(r.status().message().find("SM_100A"), std::string::npos);
 }
 
+TEST(Parse, InvalidUtf8StringIsAnError) {
+  auto r = compiler::ParseModuleText("name: \"ok\"\nkernels { name: \"\\377\\376\" }\n", "u.textproto");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(std::string(r.status().message()), "u.textproto:2:11: field \"name\" is not valid UTF-8");
+}
+
 TEST(Parse, MissingFileIsNotFound) {
   auto r = compiler::ParseModuleFile("/nonexistent/schedule.textproto");
   ASSERT_FALSE(r.ok());
