@@ -88,6 +88,7 @@ absl::StatusOr<SubprocessResult> RunSubprocess(const std::vector<std::string>& a
     _exit(127);
   }
   setpgid(pid, pid);  // also from the parent: no race with an early kill
+  if (options.on_start) options.on_start(pid);
   close(in_pipe[0]);
   close(out_pipe[1]);
   close(err_pipe[1]);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -19,6 +20,7 @@ struct SubprocessOptions {
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
   std::string working_dir;                  // empty = inherit
   std::map<std::string, std::string> env;   // added to (or replacing in) the inherited env
+  std::function<void(int pid)> on_start;     // called with the child's pid once it runs
 };
 
 struct SubprocessResult {
