@@ -378,6 +378,21 @@ absl::Status Ledger::PutReceipt(const std::string& candidate, const report::Lowe
   });
 }
 
+absl::StatusOr<report::LoweringReceipt> Ledger::GetReceipt(const std::string& candidate,
+                                                           const std::string& target) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  CAKE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare(
+      "SELECT body FROM receipts WHERE candidate_id = ? AND target = ?"));
+  s.Bind(1, candidate).Bind(2, target);
+  if (!s.Step()) {
+    CAKE_RETURN_IF_ERROR(s.status());
+    return absl::NotFoundError(absl::StrCat("no ", target, " receipt for ", candidate));
+  }
+  report::LoweringReceipt r;
+  if (!r.ParseFromString(s.Blob(0))) return absl::DataLossError("receipt does not parse");
+  return r;
+}
+
 absl::Status Ledger::PutValidation(const std::string& candidate, int64_t job_id,
                                    const evidence::Validation& v) {
   std::lock_guard<std::recursive_mutex> lock(mu_);

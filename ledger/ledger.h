@@ -103,6 +103,8 @@ class Ledger {
                                  evidence::CandidateState rejected_at, const std::string& note);
   absl::Status PutAnalysis(const std::string& candidate, const report::AnalysisReport& r);
   absl::Status PutReceipt(const std::string& candidate, const report::LoweringReceipt& r);
+  absl::StatusOr<report::LoweringReceipt> GetReceipt(const std::string& candidate,
+                                                     const std::string& target);
   absl::Status PutValidation(const std::string& candidate, int64_t job_id,
                              const evidence::Validation& v);
   absl::Status PutMeasurement(const std::string& candidate, const evidence::Measurement& m);

@@ -7,5 +7,5 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 store="${CAKE_STORE:-$root/.state/artifacts}"
 for t in sm_120f sm_121a sm_120a sm_90; do
   echo "== cakec compile examples/gemm_bf16.textproto --target $t"
-  "$build/compiler/cakec" compile "$root/examples/gemm_bf16.textproto" --target "$t" --store "$store"
+  "$build/bin/cakec" compile "$root/examples/gemm_bf16.textproto" --target "$t" --store "$store"
 done

@@ -45,6 +45,24 @@ std::vector<double> ReferenceGemm(const std::vector<uint16_t>& a, const std::vec
   return c;
 }
 
+std::vector<double> ReferenceGemmRows(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b,
+                                      int n, int k, const std::vector<int>& rows) {
+  std::vector<double> bf(b.size());
+  for (size_t i = 0; i < b.size(); ++i) bf[i] = Bf16ToFloat(b[i]);
+  std::vector<double> c(rows.size() * static_cast<size_t>(n));
+  std::vector<double> ar(static_cast<size_t>(k));
+  for (size_t r = 0; r < rows.size(); ++r) {
+    for (int p = 0; p < k; ++p) ar[p] = Bf16ToFloat(a[static_cast<size_t>(rows[r]) * k + p]);
+    for (int j = 0; j < n; ++j) {
+      const double* br = &bf[static_cast<size_t>(j) * k];
+      double s = 0;
+      for (int p = 0; p < k; ++p) s += ar[p] * br[p];
+      c[r * n + j] = s;
+    }
+  }
+  return c;
+}
+
 Comparison Compare(const std::vector<double>& out, const std::vector<double>& ref, double rtol,
                    double atol, double max_relative_l2) {
   Comparison c;

@@ -19,6 +19,11 @@ std::vector<uint16_t> RandomBf16(size_t count, std::mt19937_64& rng, float lo = 
 std::vector<double> ReferenceGemm(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b,
                                   int m, int n, int k);
 
+// Reference of the selected output rows only (for shapes too large for a full CPU oracle):
+// result is rows.size() x n, in the order of `rows`.
+std::vector<double> ReferenceGemmRows(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b,
+                                      int n, int k, const std::vector<int>& rows);
+
 struct Comparison {
   int64_t elements = 0;
   int64_t non_finite = 0;        // NaN/Inf in the output (e.g. poison never overwritten)

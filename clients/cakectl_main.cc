@@ -1,0 +1,438 @@
+// cakectl: the command line of caked. Data to stdout, messages to stderr. Output is a table on a
+// terminal and JSON otherwise (-o table|json overrides); `watch` prints NDJSON.
+// Exit codes: 0 ok, 1 failure, 2 usage, 3 regression found, 4 auth, 5 daemon unavailable.
+// Address and token: flags > $CAKE_ADDR / $CAKE_TOKEN_FILE > defaults
+// (unix:/var/lib/caked/caked.sock, /var/lib/caked/tokens/operator). Tokens are read from files,
+// never from the command line.
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "cake/service.grpc.pb.h"
+#include "google/protobuf/text_format.h"
+#include "google/protobuf/util/json_util.h"
+#include "grpcpp/grpcpp.h"
+#include "workloads/warp_gemm_space.h"
+
+namespace svc = cake::service;
+namespace ev = cake::evidence;
+
+namespace {
+
+constexpr int kOk = 0, kFail = 1, kUsage = 2, kRegression = 3, kAuth = 4, kUnavailable = 5;
+
+struct Globals {
+  std::string server, token_file, output;
+};
+
+std::string ReadFile(const std::string& path, bool* ok) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  *ok = static_cast<bool>(in) || !s.str().empty();
+  return s.str();
+}
+
+std::string Json(const google::protobuf::Message& m, bool pretty = true) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions o;
+  o.add_whitespace = pretty;
+  o.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(m, &out, o);
+  if (!pretty && !out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+int ExitFor(const grpc::Status& s) {
+  std::cerr << "cakectl: " << s.error_message() << " (" << s.error_code() << ")\n";
+  switch (s.error_code()) {
+    case grpc::StatusCode::UNAUTHENTICATED:
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return kAuth;
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return kUnavailable;
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return kUsage;
+    default:
+      return kFail;
+  }
+}
+
+class Client {
+ public:
+  explicit Client(const Globals& g) {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(64 << 20);
+    stub_ = svc::CakeService::NewStub(
+        grpc::CreateCustomChannel(g.server, grpc::InsecureChannelCredentials(), args));
+    bool ok = false;
+    token_ = std::string(absl::StripAsciiWhitespace(ReadFile(g.token_file, &ok)));
+    token_ok_ = ok && !token_.empty();
+  }
+  bool token_ok() const { return token_ok_; }
+  std::unique_ptr<grpc::ClientContext> Ctx(int seconds = 30) const {
+    auto c = std::make_unique<grpc::ClientContext>();
+    c->AddMetadata("authorization", "Bearer " + token_);
+    c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
+    return c;
+  }
+  svc::CakeService::Stub* operator->() { return stub_.get(); }
+
+ private:
+  std::unique_ptr<svc::CakeService::Stub> stub_;
+  std::string token_;
+  bool token_ok_ = false;
+};
+
+bool Table(const Globals& g) {
+  if (g.output == "json") return false;
+  if (g.output == "table") return true;
+  return isatty(1);
+}
+
+void PrintStatus(const svc::StatusReply& s) {
+  std::cout << "devices:   "
+            << (s.execution_device() ? "" : s.device_note()) << "\n";
+  for (const auto& d : s.devices()) std::cout << "  " << d.name() << "  [" << d.state() << "]\n";
+  std::cout << "queue:     " << s.queued_jobs() << " queued, " << s.running_jobs()
+            << " running\n";
+  std::cout << "candidates:";
+  for (const auto& [k, v] : s.candidates_by_state()) std::cout << " " << k << "=" << v;
+  std::cout << "\ncontracts:\n";
+  for (const auto& c : s.contracts())
+    std::cout << "  " << c.contract_id() << "  " << c.name() << "  incumbent: "
+              << (c.incumbent().empty() ? "(none)" : c.incumbent()) << "\n";
+  std::cout << "recent failures:" << (s.recent_failures().empty() ? " none" : "") << "\n";
+  for (const auto& f : s.recent_failures())
+    std::cout << "  job " << f.job_id() << " (" << f.kind() << ", " << f.candidate_id()
+              << "): " << f.error() << "\n";
+}
+
+std::string Verdicts(const ev::Candidate& c) {
+  std::string out;
+  for (const auto& m : c.measurements())
+    absl::StrAppend(&out, out.empty() ? "" : ",", ev::TimingVerdict_Name(m.verdict()));
+  return out;
+}
+
+void PrintCandidates(const svc::ListCandidatesReply& r) {
+  std::printf("%-14s %-18s %-10s %-10s %s\n", "ID", "STATE", "VALID", "TIMING", "NOTE");
+  for (const auto& c : r.candidates()) {
+    const std::string valid = c.has_validation() ? (c.validation().passed() ? "pass" : "FAIL") : "-";
+    std::string note = c.status_note();
+    if (note.size() > 90) note = note.substr(0, 87) + "...";
+    std::printf("%-14s %-18s %-10s %-10s %s\n", c.id().c_str(),
+                ev::CandidateState_Name(c.state()).c_str(), valid.c_str(),
+                Verdicts(c).empty() ? "-" : Verdicts(c).c_str(), note.c_str());
+  }
+}
+
+void PrintCandidate(const ev::Candidate& c) {
+  std::cout << "candidate " << c.id() << "  (" << ev::CandidateState_Name(c.state());
+  if (c.state() == ev::REJECTED) std::cout << " at " << ev::CandidateState_Name(c.rejected_at());
+  std::cout << ")\ncontract  " << c.contract_id() << "\nschedule  " << c.schedule_hash()
+            << "\nnote      " << c.status_note() << "\n";
+  if (c.has_hypothesis())
+    std::cout << "hypothesis: " << c.hypothesis().expected_effect()
+              << (c.hypothesis().falsification().empty() ? ""
+                                                         : " (falsified if: " +
+                                                               c.hypothesis().falsification() + ")")
+              << "\n";
+  for (const auto& d : c.diagnostics())
+    std::cout << "  " << cake::report::Severity_Name(d.severity()) << " "
+              << cake::report::DiagId_Name(d.id()) << ": " << d.message() << "\n";
+  if (c.has_receipt()) {
+    const auto& r = c.receipt();
+    std::cout << "receipt   " << r.target() << " "
+              << (r.outcome() == cake::report::LoweringReceipt::PASS ? "PASS" : "FAIL") << ", "
+              << r.resources().registers() << " registers, " << r.resources().spill_store_bytes()
+              << " B spills\n  witness: " << r.witness() << "\n";
+    for (const auto& f : r.selected_forms())
+      std::cout << "  " << f.op_id() << ": " << f.expected_sass() << " x" << f.observed_count() << "\n";
+  }
+  if (c.has_validation()) {
+    std::cout << "validation " << (c.validation().passed() ? "PASS" : "FAIL") << " on "
+              << c.validation().device() << "\n";
+    for (const auto& r : c.validation().rows())
+      std::printf("  %-12s %5dx%5dx%5d rel_l2 %.2e max_abs %.2e %s\n", r.row().c_str(), r.m(),
+                  r.n(), r.k(), r.relative_l2_error(), r.max_abs_error(),
+                  r.passed() ? "ok" : "FAIL");
+  }
+  for (const auto& m : c.measurements()) {
+    std::cout << "measurement run " << m.run() << " vs " << m.incumbent() << " on " << m.device()
+              << ": " << ev::TimingVerdict_Name(m.verdict()) << " (geomean ratio "
+              << m.weighted_geomean_ratio() << ", worst row " << m.worst_row() << ")\n";
+    for (const auto& r : m.rows())
+      std::printf("  %-12s ratio %.4f [%.4f, %.4f] %s  (%d pairs)\n", r.row().c_str(),
+                  r.median_ratio(), r.ratio_low(), r.ratio_high(),
+                  ev::TimingVerdict_Name(r.verdict()).c_str(), r.incumbent_us_size());
+  }
+}
+
+std::string DefaultServer() {
+  if (const char* a = getenv("CAKE_ADDR"); a && *a) return a;
+  return "unix:/var/lib/caked/caked.sock";
+}
+std::string DefaultToken() {
+  if (const char* t = getenv("CAKE_TOKEN_FILE"); t && *t) return t;
+  return "/var/lib/caked/tokens/operator";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"cakectl: command line of the Consumer CAKE daemon (caked)"};
+  app.require_subcommand(1);
+  app.fallthrough();  // global options may follow the subcommand
+  Globals g{DefaultServer(), DefaultToken(), ""};
+  app.add_option("--server", g.server, "unix:PATH or host:port ($CAKE_ADDR)");
+  app.add_option("--token-file", g.token_file, "File holding the role token ($CAKE_TOKEN_FILE)");
+  app.add_option("-o,--output", g.output, "table | json (default: table on a terminal)")
+      ->check(CLI::IsMember({"table", "json"}));
+
+  auto* status = app.add_subcommand("status", "Devices, queue, incumbents, recent failures");
+  auto* contract = app.add_subcommand("contract", "Create or show contracts");
+  contract->require_subcommand(1);
+  std::string contract_file, baseline_file, contract_id, schedule_file, hypothesis_file, key,
+      candidate_id;
+  auto* ccreate = contract->add_subcommand("create", "Create a contract from a text proto (operator)");
+  ccreate->add_option("FILE", contract_file, "cake.contract.Contract in text format")->required();
+  ccreate->add_option("--baseline", baseline_file, "Baseline schedule file (fills baseline_schedule)");
+  auto* cshow = contract->add_subcommand("show", "Show a contract");
+  cshow->add_option("ID", contract_id)->required();
+  auto* propose = app.add_subcommand("propose", "Propose a schedule for a contract");
+  propose->add_option("FILE", schedule_file, "Schedule (cake.ir.Module text)")->required();
+  propose->add_option("--contract", contract_id, "Contract id")->required();
+  propose->add_option("--hypothesis", hypothesis_file, "cake.evidence.Hypothesis in text format");
+  propose->add_option("--key", key, "Idempotency key");
+  auto* candidates = app.add_subcommand("candidates", "List candidates");
+  candidates->add_option("--contract", contract_id, "Only this contract");
+  auto* show = app.add_subcommand("show", "Show a candidate: receipt, diagnostics, evidence");
+  show->add_option("ID", candidate_id)->required();
+  auto* measure = app.add_subcommand("measure", "Ask for a paired measurement against the incumbent");
+  measure->add_option("ID", candidate_id)->required();
+  auto* watch = app.add_subcommand("watch", "Stream events as NDJSON");
+  int64_t after = 0;
+  bool until_idle = false;
+  int watch_timeout = 0;
+  watch->add_option("--after", after, "Start after this event id");
+  watch->add_flag("--until-idle", until_idle, "Exit once no job is queued or running");
+  watch->add_option("--timeout", watch_timeout, "Give up after this many seconds (0 = never)");
+  auto* regress = app.add_subcommand("regress", "Re-validate the incumbent; exit 3 on regression");
+  regress->add_option("--contract", contract_id, "Contract id")->required();
+  auto* agent = app.add_subcommand(
+      "demo-agent", "Built-in proposer: proposes distinct warp-GEMM tile geometries via Propose");
+  int count = 4;
+  agent->add_option("--contract", contract_id, "Contract id")->required();
+  agent->add_option("--count", count, "How many candidates to propose (default 4)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kOk : kUsage;
+  }
+
+  Client client(g);
+  if (!client.token_ok()) {
+    std::cerr << "cakectl: cannot read a token from " << g.token_file
+              << " (set --token-file or $CAKE_TOKEN_FILE)\n";
+    return kAuth;
+  }
+  const bool table = Table(g);
+
+  if (status->parsed()) {
+    svc::StatusReply r;
+    auto ctx = client.Ctx();
+    grpc::Status s = client->Status(ctx.get(), {}, &r);
+    if (!s.ok()) return ExitFor(s);
+    if (table) PrintStatus(r); else std::cout << Json(r);
+    return kOk;
+  }
+  if (ccreate->parsed()) {
+    bool ok = false;
+    const std::string text = ReadFile(contract_file, &ok);
+    if (!ok) { std::cerr << "cakectl: cannot read " << contract_file << "\n"; return kUsage; }
+    svc::CreateContractRequest req;
+    if (!google::protobuf::TextFormat::ParseFromString(text, req.mutable_contract())) {
+      std::cerr << "cakectl: " << contract_file << ": not a cake.contract.Contract text proto\n";
+      return kUsage;
+    }
+    if (!baseline_file.empty()) {
+      const std::string base = ReadFile(baseline_file, &ok);
+      if (!ok) { std::cerr << "cakectl: cannot read " << baseline_file << "\n"; return kUsage; }
+      req.mutable_contract()->set_baseline_schedule(base);
+    }
+    svc::CreateContractReply r;
+    auto ctx = client.Ctx();
+    grpc::Status s = client->CreateContract(ctx.get(), req, &r);
+    if (!s.ok()) return ExitFor(s);
+    if (table)
+      std::cout << r.contract_id() << (r.existed() ? " (already existed)" : " (created)")
+                << "  baseline candidate " << r.baseline_candidate() << "\n";
+    else
+      std::cout << Json(r);
+    return kOk;
+  }
+  if (cshow->parsed()) {
+    svc::GetContractRequest req;
+    req.set_contract_id(contract_id);
+    svc::GetContractReply r;
+    auto ctx = client.Ctx();
+    grpc::Status s = client->GetContract(ctx.get(), req, &r);
+    if (!s.ok()) return ExitFor(s);
+    if (table) {
+      std::string text;
+      google::protobuf::TextFormat::PrintToString(r.contract(), &text);
+      std::cout << "# contract " << r.contract_id() << "  incumbent "
+                << (r.incumbent().empty() ? "(none)" : r.incumbent()) << "\n" << text;
+    } else {
+      std::cout << Json(r);
+    }
+    return kOk;
+  }
+  if (propose->parsed()) {
+    bool ok = false;
+    svc::ProposeRequest req;
+    req.set_contract_id(contract_id);
+    req.set_schedule_text(ReadFile(schedule_file, &ok));
+    if (!ok) { std::cerr << "cakectl: cannot read " << schedule_file << "\n"; return kUsage; }
+    if (!hypothesis_file.empty() &&
+        !google::protobuf::TextFormat::ParseFromString(ReadFile(hypothesis_file, &ok),
+                                                       req.mutable_hypothesis())) {
+      std::cerr << "cakectl: " << hypothesis_file << ": not a cake.evidence.Hypothesis\n";
+      return kUsage;
+    }
+    req.set_idempotency_key(key);
+    svc::ProposeReply r;
+    auto ctx = client.Ctx();
+    grpc::Status s = client->Propose(ctx.get(), req, &r);
+    if (!s.ok()) return ExitFor(s);
+    if (table) std::cout << r.candidate_id() << (r.duplicate() ? " (duplicate)" : "") << "\n";
+    else std::cout << Json(r);
+    return kOk;
+  }
+  if (candidates->parsed()) {
+    svc::ListCandidatesRequest req;
+    req.set_contract_id(contract_id);
+    svc::ListCandidatesReply r;
+    auto ctx = client.Ctx();
+    grpc::Status s = client->ListCandidates(ctx.get(), req, &r);
+    if (!s.ok()) return ExitFor(s);
+    if (table) PrintCandidates(r); else std::cout << Json(r);
+    return kOk;
+  }
+  if (show->parsed()) {
+    svc::GetCandidateRequest req;
+    req.set_candidate_id(candidate_id);
+    ev::Candidate r;
+    auto ctx = client.Ctx();
+    grpc::Status s = client->GetCandidate(ctx.get(), req, &r);
+    if (!s.ok()) return ExitFor(s);
+    if (table) PrintCandidate(r); else std::cout << Json(r);
+    return kOk;
+  }
+  if (measure->parsed()) {
+    svc::MeasureRequest req;
+    req.set_candidate_id(candidate_id);
+    svc::MeasureReply r;
+    auto ctx = client.Ctx();
+    grpc::Status s = client->Measure(ctx.get(), req, &r);
+    if (!s.ok()) return ExitFor(s);
+    std::cout << (table ? absl::StrCat("measure job ", r.job_id(), " queued\n") : Json(r));
+    return kOk;
+  }
+  if (watch->parsed()) {
+    const auto start = std::chrono::steady_clock::now();
+    for (;;) {
+      svc::ListEventsRequest req;
+      req.set_after_id(after);
+      req.set_limit(200);
+      svc::ListEventsReply r;
+      auto ctx = client.Ctx();
+      grpc::Status s = client->ListEvents(ctx.get(), req, &r);
+      if (!s.ok()) return ExitFor(s);
+      for (const auto& e : r.events()) {
+        std::cout << Json(e, false) << "\n" << std::flush;
+        after = e.id();
+      }
+      if (until_idle && r.events().empty()) {
+        svc::StatusReply st;
+        auto sctx = client.Ctx();
+        if (client->Status(sctx.get(), {}, &st).ok() && st.queued_jobs() == 0 &&
+            st.running_jobs() == 0)
+          return kOk;
+      }
+      if (watch_timeout > 0 &&
+          std::chrono::steady_clock::now() - start > std::chrono::seconds(watch_timeout)) {
+        std::cerr << "cakectl: watch timed out after " << watch_timeout << " s\n";
+        return kFail;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+  }
+  if (regress->parsed()) {
+    svc::RegressRequest req;
+    req.set_contract_id(contract_id);
+    svc::RegressReply r;
+    auto ctx = client.Ctx();
+    grpc::Status s = client->Regress(ctx.get(), req, &r);
+    if (!s.ok()) return ExitFor(s);
+    std::cerr << "regression validation of " << r.incumbent() << " queued as job " << r.job_id()
+              << "\n";
+    for (int64_t seen = 0;;) {
+      svc::ListEventsRequest er;
+      er.set_after_id(seen);
+      er.set_limit(500);
+      svc::ListEventsReply events;
+      auto ectx = client.Ctx();
+      grpc::Status es = client->ListEvents(ectx.get(), er, &events);
+      if (!es.ok()) return ExitFor(es);
+      for (const auto& e : events.events()) {
+        seen = e.id();
+        if (e.job_id() != r.job_id()) continue;
+        if (e.kind() == "regress_ok") { std::cout << "no regression: " << e.message() << "\n"; return kOk; }
+        if (e.kind() == "regress_failed" || e.kind() == "job_failed") {
+          std::cout << "REGRESSION: " << e.message() << "\n";
+          return kRegression;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+  }
+  if (agent->parsed()) {
+    // Proposes through the public API, exactly as an external agent would.
+    const auto space = cake::workloads::WarpGemmCandidates();
+    int proposed = 0;
+    for (size_t i = 1; i < space.size() && proposed < count; ++i) {  // [0] is the baseline
+      cake::workloads::WarpGemmParams p = space[i];
+      std::string text;
+      google::protobuf::TextFormat::PrintToString(cake::workloads::MakeWarpGemm(p), &text);
+      svc::ProposeRequest req;
+      req.set_contract_id(contract_id);
+      req.set_schedule_text(text);
+      req.mutable_hypothesis()->add_changed_decisions(p.Describe());
+      req.mutable_hypothesis()->set_expected_effect(
+          absl::StrCat("tile geometry ", p.Describe(), " changes data reuse and occupancy"));
+      req.mutable_hypothesis()->set_falsification(
+          "paired timing against the incumbent is not FASTER beyond the practical floor");
+      req.set_idempotency_key(absl::StrCat("demo-agent-", contract_id, "-", p.Describe()));
+      svc::ProposeReply r;
+      auto ctx = client.Ctx();
+      grpc::Status s = client->Propose(ctx.get(), req, &r);
+      if (!s.ok()) return ExitFor(s);
+      std::cout << r.candidate_id() << "  " << p.Describe() << (r.duplicate() ? " (duplicate)" : "")
+                << "\n";
+      ++proposed;
+    }
+    return kOk;
+  }
+  return kUsage;
+}

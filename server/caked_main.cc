@@ -1,0 +1,196 @@
+// caked: the Consumer CAKE optimisation orchestrator daemon.
+//   caked --state-dir DIR --listen unix:PATH|host:port [--config FILE]
+// Logs to stderr (journald-friendly). With systemd (Type=notify) it reports READY=1 once the
+// ledger is open and the server listens, STATUS= with the queue depth, and WATCHDOG=1.
+#include <signal.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "config.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "ledger/ledger.h"
+#include "orchestrator.h"
+#include "service.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
+#include "spdlog/spdlog.h"
+
+namespace fs = std::filesystem;
+using cake::server::DaemonConfig;
+
+namespace {
+
+std::string RandomHex(int bytes) {
+  std::random_device rd;
+  std::string s;
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (int i = 0; i < bytes; ++i) {
+    const unsigned b = rd() & 0xff;
+    s.push_back(kHex[b >> 4]);
+    s.push_back(kHex[b & 15]);
+  }
+  return s;
+}
+
+std::string SelfDir() {
+  std::error_code ec;
+  fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "." : p.parent_path().string();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto logger = spdlog::stderr_color_mt("caked");
+  spdlog::set_default_logger(logger);
+  spdlog::set_pattern(getenv("INVOCATION_ID") ? "%l %v" : "%Y-%m-%dT%H:%M:%S.%e %l %v");
+
+  CLI::App app{"caked: Consumer CAKE optimisation orchestrator"};
+  DaemonConfig cfg;
+  std::string config_file, state_dir, listen, worker;
+  int cpu_workers = -1, max_queue = -1;
+  int64_t compile_timeout_ms = -1, gpu_timeout_ms = -1, max_message_bytes = -1;
+  bool no_gpu = false;
+  app.add_option("--config", config_file, "Config file (key = value; see deploy/caked.conf)");
+  app.add_option("--state-dir", state_dir, "State directory (ledger, artifacts, tokens)");
+  app.add_option("--listen", listen, "unix:PATH or host:port (default unix:STATE_DIR/caked.sock)");
+  app.add_option("--worker", worker, "cake-worker executable (default: beside caked)");
+  app.add_option("--cpu-workers", cpu_workers, "Parallel compile workers (default 2)");
+  app.add_option("--max-queue", max_queue, "Queued jobs before Propose is refused (default 256)");
+  app.add_option("--compile-timeout-ms", compile_timeout_ms, "Per compile job (default 300000)");
+  app.add_option("--gpu-timeout-ms", gpu_timeout_ms, "Per GPU job (default 600000)");
+  app.add_option("--max-message-bytes", max_message_bytes, "gRPC receive limit (default 4 MiB)");
+  app.add_flag("--no-gpu", no_gpu, "Never use a GPU (candidates stop at Compiled)");
+  CLI11_PARSE(app, argc, argv);
+
+  if (!config_file.empty()) {
+    absl::Status s = cake::server::ApplyConfigFile(config_file, &cfg);
+    if (!s.ok()) {
+      spdlog::critical("{}", std::string(s.message()));
+      return 2;
+    }
+  }
+  if (!state_dir.empty()) cfg.state_dir = state_dir;
+  if (!listen.empty()) cfg.listen = listen;
+  if (!worker.empty()) cfg.worker_path = worker;
+  if (cpu_workers >= 0) cfg.cpu_workers = cpu_workers;
+  if (max_queue >= 0) cfg.max_queue = max_queue;
+  if (compile_timeout_ms >= 0) cfg.compile_timeout_ms = compile_timeout_ms;
+  if (gpu_timeout_ms >= 0) cfg.gpu_timeout_ms = gpu_timeout_ms;
+  if (max_message_bytes >= 0) cfg.max_message_bytes = max_message_bytes;
+  if (no_gpu) cfg.use_gpu = false;
+  if (cfg.listen.empty()) cfg.listen = "unix:" + (fs::path(cfg.state_dir) / "caked.sock").string();
+  if (cfg.worker_path.empty()) cfg.worker_path = (fs::path(SelfDir()) / "cake-worker").string();
+  if (cfg.cpu_workers < 1) cfg.cpu_workers = 1;
+
+  std::error_code ec;
+  fs::create_directories(cfg.state_dir, ec);
+  if (ec) {
+    spdlog::critical("cannot create state directory {}: {}", cfg.state_dir, ec.message());
+    return 1;
+  }
+  if (access(cfg.worker_path.c_str(), X_OK) != 0) {
+    spdlog::critical("cake-worker not found or not executable at {} (use --worker)",
+                     cfg.worker_path);
+    return 1;
+  }
+  const std::string ledger_path = (fs::path(cfg.state_dir) / "ledger.db").string();
+  auto ledger = cake::ledger::Ledger::Open(ledger_path);
+  if (!ledger.ok()) {
+    spdlog::critical("ledger: {}", std::string(ledger.status().message()));
+    return 1;
+  }
+  auto tokens = cake::server::TokenTable::LoadOrCreate((fs::path(cfg.state_dir) / "tokens").string());
+  if (!tokens.ok()) {
+    spdlog::critical("tokens: {}", std::string(tokens.status().message()));
+    return 1;
+  }
+
+  // Signals are taken synchronously by the main loop.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  cake::server::OrchestratorConfig ocfg;
+  ocfg.worker_path = cfg.worker_path;
+  ocfg.store_root = (fs::path(cfg.state_dir) / "artifacts").string();
+  ocfg.cpu_workers = cfg.cpu_workers;
+  ocfg.max_queue = cfg.max_queue;
+  ocfg.max_attempts = cfg.max_attempts;
+  ocfg.compile_timeout = std::chrono::milliseconds(cfg.compile_timeout_ms);
+  ocfg.gpu_timeout = std::chrono::milliseconds(cfg.gpu_timeout_ms);
+  ocfg.probe_devices = cfg.use_gpu;
+  for (const char* pass : {"CAKE_NVCC", "CAKE_CUOBJDUMP", "CAKE_WORKER_FAULT_DIR", "CAKE_LIBCUDA"})
+    if (const char* v = getenv(pass)) ocfg.worker_env[pass] = v;
+  cake::server::Orchestrator orch(ledger->get(), ocfg);
+  const std::string boot_id = RandomHex(8);
+  absl::Status started = orch.Start(boot_id);
+  if (!started.ok()) {
+    spdlog::critical("orchestrator: {}", std::string(started.message()));
+    return 1;
+  }
+
+  if (absl::StartsWith(cfg.listen, "unix:")) {
+    const fs::path sock = cfg.listen.substr(5);
+    fs::create_directories(sock.parent_path(), ec);
+    struct stat st;
+    if (lstat(sock.c_str(), &st) == 0) {
+      if (!S_ISSOCK(st.st_mode)) {
+        spdlog::critical("{} exists and is not a socket; refusing to replace it", sock.string());
+        return 1;
+      }
+      fs::remove(sock, ec);  // stale socket of an earlier run
+    }
+  }
+  cake::server::CakeServiceImpl service(&orch, &*tokens);
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int bound_port = 0;
+  builder.AddListeningPort(cfg.listen, grpc::InsecureServerCredentials(), &bound_port);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(cfg.max_message_bytes));
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server) {
+    spdlog::critical("cannot listen on {}", cfg.listen);
+    orch.Stop();
+    return 1;
+  }
+  if (absl::StartsWith(cfg.listen, "unix:")) chmod(cfg.listen.substr(5).c_str(), 0660);
+  server->GetHealthCheckService()->SetServingStatus(true);
+  spdlog::info("caked listening on {} (boot {}, ledger {})", cfg.listen, boot_id, ledger_path);
+  sd_notify(0, "READY=1");
+
+  timespec tick{1, 0};
+  for (;;) {
+    siginfo_t info;
+    const int sig = sigtimedwait(&signals, &info, &tick);
+    if (sig == SIGTERM || sig == SIGINT) {
+      spdlog::info("signal {}: draining", sig);
+      break;
+    }
+    auto st = orch.Status();
+    if (st.ok())
+      sd_notify(0, absl::StrCat("WATCHDOG=1\nSTATUS=", st->queued_jobs(), " queued, ",
+                                st->running_jobs(), " running; ",
+                                st->execution_device() ? "device ready" : st->device_note())
+                       .c_str());
+  }
+  sd_notify(0, "STOPPING=1");
+  server->GetHealthCheckService()->SetServingStatus(false);
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  orch.Stop();
+  spdlog::info("caked stopped");
+  return 0;
+}

@@ -1,0 +1,27 @@
+// caked configuration: defaults, then the config file (`key = value`, `#` comments), then flags.
+// Every key and its default is listed in deploy/caked.conf.
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace cake::server {
+
+struct DaemonConfig {
+  std::string state_dir = "/var/lib/caked";      // ledger.db, artifacts/, tokens/
+  std::string listen;                            // Default: unix:STATE_DIR/caked.sock
+  std::string worker_path;                       // Default: cake-worker beside caked
+  int cpu_workers = 2;
+  int max_queue = 256;
+  int max_attempts = 3;
+  int64_t max_message_bytes = 4 << 20;
+  int64_t compile_timeout_ms = 300000;
+  int64_t gpu_timeout_ms = 600000;
+  bool use_gpu = true;
+};
+
+// Applies `key = value` lines of `path` to `config`. InvalidArgument names the line.
+absl::Status ApplyConfigFile(const std::string& path, DaemonConfig* config);
+
+}  // namespace cake::server

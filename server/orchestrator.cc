@@ -1,0 +1,628 @@
+#include "orchestrator.h"
+
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "compiler/canonical.h"
+#include "compiler/parse.h"
+#include "compiler/status_macros.h"
+#include "compiler/targets.h"
+#include "gpuqueue/nvml.h"
+#include "gpuqueue/sandbox.h"
+#include "spdlog/spdlog.h"
+
+namespace cake::server {
+namespace {
+
+using evidence::CandidateState;
+
+bool IsGpuKind(const std::string& kind) {
+  return kind == "validate" || kind == "measure" || kind == "regress";
+}
+
+std::string ContractId(const contract::Contract& c) {
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream raw(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&raw);
+    coded.SetSerializationDeterministic(true);
+    c.SerializeToCodedStream(&coded);
+  }
+  return "ct-" + compiler::Sha256Hex("cake-contract-v1\n" + bytes).substr(0, 16);
+}
+
+uint64_t FreshSeed() {
+  std::random_device rd;
+  return (uint64_t{rd()} << 32) ^ rd();
+}
+
+// Contract sanity: what the orchestrator needs to run it. INVALID_ARGUMENT otherwise.
+absl::Status CheckContract(const contract::Contract& c) {
+  if (c.name().empty()) return absl::InvalidArgumentError("contract has no name");
+  if (c.operation() != "gemm_bf16_tn")
+    return absl::InvalidArgumentError(
+        absl::StrCat("unsupported operation '", c.operation(), "' (supported: gemm_bf16_tn)"));
+  if (c.rows().empty()) return absl::InvalidArgumentError("contract has no rows");
+  bool required = false;
+  for (const contract::Row& r : c.rows()) {
+    if (r.name().empty()) return absl::InvalidArgumentError("a row has no name");
+    const auto& s = r.shape();
+    if (s.m() <= 0 || s.n() <= 0 || s.k() <= 0 || s.k() % 8 != 0)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "row '", r.name(), "': shape must be positive with K a multiple of 8"));
+    required |= r.required() && !r.held_out();
+  }
+  if (!required)
+    return absl::InvalidArgumentError("contract needs at least one required, non-held-out row");
+  if (c.tolerance().max_relative_l2() <= 0 || c.tolerance().rtol() <= 0)
+    return absl::InvalidArgumentError("contract tolerance must be positive");
+  for (const std::string& t : {c.compile_target(), c.execution_target()}) {
+    auto target = compiler::TargetByName(t);
+    if (!target.ok()) return absl::InvalidArgumentError(target.status().message());
+  }
+  if (c.output_dtype() != "bf16" && c.output_dtype() != "f32")
+    return absl::InvalidArgumentError("output_dtype must be bf16 or f32");
+  auto parsed = compiler::ParseModuleText(c.baseline_schedule(), "baseline_schedule");
+  if (!parsed.ok())
+    return absl::InvalidArgumentError(
+        absl::StrCat("baseline schedule: ", parsed.status().message()));
+  return absl::OkStatus();
+}
+
+contract::Contract AgentView(contract::Contract c) {
+  // Held-out rows are validated but never shown to agents.
+  auto* rows = c.mutable_rows();
+  for (int i = rows->size() - 1; i >= 0; --i)
+    if ((*rows)[i].held_out()) rows->DeleteSubrange(i, 1);
+  return c;
+}
+
+}  // namespace
+
+std::string RoleName(Role r) {
+  switch (r) {
+    case Role::kOperator:
+      return "operator";
+    case Role::kAgent:
+      return "agent";
+    case Role::kCi:
+      return "ci";
+  }
+  return "agent";
+}
+
+Orchestrator::Orchestrator(ledger::Ledger* ledger, OrchestratorConfig config)
+    : ledger_(ledger), config_(std::move(config)) {}
+
+Orchestrator::~Orchestrator() { Stop(); }
+
+absl::Status Orchestrator::Start(const std::string& boot_id) {
+  boot_id_ = boot_id;
+  CAKE_ASSIGN_OR_RETURN(ledger::RecoveryReport rec,
+                        ledger_->BeginBoot(boot_id, config_.max_attempts));
+  spdlog::info("ledger recovered: {} job(s) re-queued, {} failed, {} queued", rec.requeued,
+               rec.failed, rec.queued);
+  // Device discovery runs in a worker: this process never initializes CUDA.
+  if (config_.probe_devices) {
+    worker::Request probe;
+    probe.set_job_id("probe");
+    probe.mutable_probe();
+    gpuqueue::SandboxOptions opts;
+    opts.worker_path = config_.worker_path;
+    opts.timeout = std::chrono::seconds(60);
+    opts.env = config_.worker_env;
+    auto reply = gpuqueue::RunInWorker(probe, opts);
+    if (!reply.ok()) {
+      device_note_ = absl::StrCat("no execution device: probe failed: ", reply.status().message());
+    } else if (reply->probe().device_count() == 0) {
+      device_note_ = absl::StrCat("no execution device: ", reply->probe().reason());
+    } else {
+      execution_device_ = true;
+      for (const std::string& d : reply->probe().devices()) devices_.push_back(d);
+    }
+  } else {
+    device_note_ = "no execution device: GPU use disabled by configuration";
+  }
+  spdlog::info("{}", execution_device_ ? absl::StrCat("execution device: ", devices_[0])
+                                       : device_note_);
+  std::lock_guard<std::mutex> lock(mu_);
+  stopping_ = false;
+  for (int i = 0; i < config_.cpu_workers; ++i) lanes_.emplace_back([this] { LaneLoop(false); });
+  lanes_.emplace_back([this] { LaneLoop(true); });
+  return absl::OkStatus();
+}
+
+void Orchestrator::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (std::thread& t : lanes_)
+    if (t.joinable()) t.join();
+  lanes_.clear();
+}
+
+void Orchestrator::Wake() { cv_.notify_all(); }
+
+void Orchestrator::LaneLoop(bool gpu) {
+  for (;;) {
+    std::optional<ledger::Job> next;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (stopping_) return;
+      auto queued = ledger_->QueuedJobs();
+      if (queued.ok())
+        for (const ledger::Job& j : *queued)
+          if (IsGpuKind(j.kind) == gpu && !claimed_.count(j.id)) {
+            claimed_.insert(j.id);
+            next = j;
+            break;
+          }
+      if (!next) {
+        cv_.wait_for(lock, std::chrono::milliseconds(500));
+        continue;
+      }
+    }
+    RunJob(*next, gpu);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      claimed_.erase(next->id);
+    }
+    Wake();
+  }
+}
+
+void Orchestrator::WaitForForeignProcesses() {
+  static auto nvml = gpuqueue::Nvml::Load();
+  if (!nvml.ok()) return;
+  bool logged = false;
+  for (;;) {
+    auto procs = (*nvml)->ComputeProcesses(0);
+    if (!procs.ok() || procs->empty()) break;
+    if (!logged) {
+      spdlog::warn("device 0 is used by {} foreign process(es); waiting, never evicting",
+                   procs->size());
+      (void)ledger_->AddEvent("device_wait", "", 0,
+                              absl::StrCat("device 0 busy with ", procs->size(),
+                                           " foreign process(es); waiting"));
+      logged = true;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      gpu_state_ = "waiting for foreign process";
+      if (stopping_) return;
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+}
+
+void Orchestrator::RunJob(const ledger::Job& job, bool gpu) {
+  worker::Request request;
+  if (!request.ParseFromString(job.request)) {
+    (void)ledger_->FinishJob(job.id, false, "stored request does not parse");
+    return;
+  }
+  if (gpu) WaitForForeignProcesses();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (gpu) gpu_state_ = "busy";
+  }
+  request.set_attempt(job.attempt + 1);
+  gpuqueue::SandboxOptions opts;
+  opts.worker_path = config_.worker_path;
+  opts.timeout = gpu ? config_.gpu_timeout : config_.compile_timeout;
+  opts.env = config_.worker_env;
+  int64_t pid_seen = 0;
+  absl::Status marked = ledger_->MarkJobRunning(job.id, 0);
+  if (!marked.ok()) return;  // someone else took it
+  opts.on_start = [&](int pid) { pid_seen = pid; };
+  spdlog::info("job {} ({}, candidate {}) started", job.id, job.kind, job.candidate_id);
+  auto reply = gpuqueue::RunInWorker(request, opts);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (gpu) gpu_state_ = "idle";
+  }
+  absl::Status s;
+  if (!reply.ok()) {
+    s = OnJobFailed(job, std::string(reply.status().message()));
+  } else if (!reply->ok()) {
+    s = OnJobFailed(job, reply->error());
+  } else if (job.kind == "compile") {
+    s = OnCompiled(job, *reply);
+  } else if (job.kind == "validate") {
+    s = OnValidated(job, *reply);
+  } else if (job.kind == "measure") {
+    s = OnMeasured(job, *reply);
+  } else if (job.kind == "regress") {
+    s = OnRegressed(job, *reply);
+  }
+  if (!s.ok()) spdlog::error("job {}: recording its result failed: {}", job.id, s.ToString());
+  spdlog::info("job {} ({}) finished{}", job.id, job.kind,
+               reply.ok() && reply->ok() ? "" : absl::StrCat(" with a failure: ",
+                                                             reply.ok() ? reply->error()
+                                                                        : reply.status().message()));
+}
+
+absl::Status Orchestrator::OnJobFailed(const ledger::Job& job, const std::string& reason) {
+  return ledger_->Atomically([&]() -> absl::Status {
+    CAKE_RETURN_IF_ERROR(ledger_->FinishJob(job.id, false, reason));
+    if (job.kind == "compile")
+      return ledger_->SetCandidateState(job.candidate_id, evidence::REJECTED, evidence::COMPILED,
+                                        absl::StrCat("compile job failed: ", reason));
+    if (job.kind == "validate")
+      return ledger_->SetCandidateState(job.candidate_id, evidence::REJECTED,
+                                        evidence::VALIDATED,
+                                        absl::StrCat("validation job failed: ", reason));
+    if (job.kind == "measure") {
+      // A failed measurement never enters a ranking; the candidate stays validated.
+      CAKE_ASSIGN_OR_RETURN(evidence::Candidate c, ledger_->GetCandidate(job.candidate_id));
+      return ledger_->SetCandidateState(job.candidate_id, c.state(), c.rejected_at(),
+                                        absl::StrCat("measurement failed (no timing kept): ",
+                                                     reason));
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::Status Orchestrator::OnCompiled(const ledger::Job& job, const worker::Reply& reply) {
+  CAKE_ASSIGN_OR_RETURN(evidence::Candidate cand, ledger_->GetCandidate(job.candidate_id));
+  CAKE_ASSIGN_OR_RETURN(contract::Contract c, ledger_->GetContract(cand.contract_id()));
+  return ledger_->Atomically([&]() -> absl::Status {
+    CAKE_RETURN_IF_ERROR(ledger_->FinishJob(job.id, true, ""));
+    const auto& results = reply.compile().results();
+    if (results.empty()) return absl::InternalError("compile reply has no results");
+    CAKE_RETURN_IF_ERROR(ledger_->PutAnalysis(job.candidate_id, results[0].analysis()));
+    for (const worker::TargetResult& r : results)
+      if (r.has_receipt()) CAKE_RETURN_IF_ERROR(ledger_->PutReceipt(job.candidate_id, r.receipt()));
+    for (const worker::TargetResult& r : results) {
+      if (r.analysis().verdict() != report::VERIFIED) {
+        const bool unknown = r.analysis().verdict() == report::UNDETERMINED;
+        std::string first;
+        for (const auto& d : r.analysis().diagnostics())
+          if (d.severity() == report::ERROR || d.severity() == report::UNKNOWN) {
+            first = absl::StrCat(report::DiagId_Name(d.id()), ": ", d.message());
+            break;
+          }
+        return ledger_->SetCandidateState(
+            job.candidate_id, evidence::REJECTED, evidence::ANALYZED,
+            absl::StrCat(unknown ? "analysis unknown (unknown is not pass) on "
+                                 : "analysis rejected on ",
+                         r.target(), ": ", first));
+      }
+    }
+    CAKE_RETURN_IF_ERROR(
+        ledger_->SetCandidateState(job.candidate_id, evidence::ANALYZED, evidence::CANDIDATE_STATE_UNSPECIFIED, ""));
+    for (const worker::TargetResult& r : results)
+      if (!r.has_receipt() || r.receipt().outcome() != report::LoweringReceipt::PASS) {
+        std::string why = "no receipt";
+        if (r.has_receipt() && !r.receipt().failures().empty())
+          why = absl::StrCat(report::DiagId_Name(r.receipt().failures(0).id()), ": ",
+                             r.receipt().failures(0).message());
+        return ledger_->SetCandidateState(job.candidate_id, evidence::REJECTED,
+                                          evidence::COMPILED,
+                                          absl::StrCat("receipt failed on ", r.target(), ": ", why));
+      }
+    if (!execution_device_)
+      return ledger_->SetCandidateState(job.candidate_id, evidence::COMPILED,
+                                        evidence::CANDIDATE_STATE_UNSPECIFIED, device_note_);
+    CAKE_RETURN_IF_ERROR(ledger_->SetCandidateState(
+        job.candidate_id, evidence::COMPILED, evidence::CANDIDATE_STATE_UNSPECIFIED,
+        absl::StrCat(compiler::TargetByName(c.compile_target()).value()->witness)));
+    return EnqueueValidate(job.candidate_id, "validate").status();
+  });
+}
+
+absl::StatusOr<worker::KernelRef> Orchestrator::KernelFor(const std::string& candidate) {
+  CAKE_ASSIGN_OR_RETURN(evidence::Candidate cand, ledger_->GetCandidate(candidate));
+  CAKE_ASSIGN_OR_RETURN(contract::Contract c, ledger_->GetContract(cand.contract_id()));
+  // Receipts are stored per target; the execution target's one points at the runnable cubin.
+  worker::KernelRef ref;
+  ref.set_candidate(candidate);
+  CAKE_ASSIGN_OR_RETURN(report::LoweringReceipt r,
+                        ledger_->GetReceipt(candidate, c.execution_target()));
+  *ref.mutable_receipt() = r;
+  return ref;
+}
+
+absl::StatusOr<int64_t> Orchestrator::EnqueueValidate(const std::string& candidate,
+                                                      const std::string& kind) {
+  CAKE_ASSIGN_OR_RETURN(evidence::Candidate cand, ledger_->GetCandidate(candidate));
+  CAKE_ASSIGN_OR_RETURN(contract::Contract c, ledger_->GetContract(cand.contract_id()));
+  worker::Request req;
+  req.set_job_id(absl::StrCat(kind, "-", candidate));
+  worker::ValidateJob* v = req.mutable_validate();
+  *v->mutable_contract() = c;
+  CAKE_ASSIGN_OR_RETURN(*v->mutable_kernel(), KernelFor(candidate));
+  v->set_seed(FreshSeed());
+  CAKE_ASSIGN_OR_RETURN(int64_t id, ledger_->EnqueueJob(candidate, kind, req.SerializeAsString()));
+  Wake();
+  return id;
+}
+
+absl::StatusOr<int64_t> Orchestrator::EnqueueMeasure(const std::string& candidate,
+                                                     const std::string& incumbent, int run) {
+  CAKE_ASSIGN_OR_RETURN(evidence::Candidate cand, ledger_->GetCandidate(candidate));
+  CAKE_ASSIGN_OR_RETURN(contract::Contract c, ledger_->GetContract(cand.contract_id()));
+  worker::Request req;
+  req.set_job_id(absl::StrCat("measure-", candidate, "-", run));
+  worker::MeasureJob* m = req.mutable_measure();
+  *m->mutable_contract() = c;
+  CAKE_ASSIGN_OR_RETURN(*m->mutable_incumbent(), KernelFor(incumbent));
+  CAKE_ASSIGN_OR_RETURN(*m->mutable_challenger(), KernelFor(candidate));
+  m->set_run(run);
+  m->set_seed(FreshSeed());
+  CAKE_ASSIGN_OR_RETURN(int64_t id,
+                        ledger_->EnqueueJob(candidate, "measure", req.SerializeAsString()));
+  Wake();
+  return id;
+}
+
+absl::Status Orchestrator::OnValidated(const ledger::Job& job, const worker::Reply& reply) {
+  CAKE_ASSIGN_OR_RETURN(evidence::Candidate cand, ledger_->GetCandidate(job.candidate_id));
+  return ledger_->Atomically([&]() -> absl::Status {
+    CAKE_RETURN_IF_ERROR(ledger_->FinishJob(job.id, true, ""));
+    CAKE_RETURN_IF_ERROR(ledger_->PutValidation(job.candidate_id, job.id, reply.validation()));
+    if (!reply.validation().passed())
+      return ledger_->SetCandidateState(job.candidate_id, evidence::REJECTED,
+                                        evidence::VALIDATED, reply.validation().failure());
+    CAKE_RETURN_IF_ERROR(ledger_->SetCandidateState(job.candidate_id, evidence::VALIDATED,
+                                                    evidence::CANDIDATE_STATE_UNSPECIFIED, ""));
+    CAKE_ASSIGN_OR_RETURN(std::string incumbent, ledger_->Incumbent(cand.contract_id()));
+    if (incumbent.empty()) {
+      // The first validated candidate (the contract's baseline) becomes the incumbent: there is
+      // nothing to beat.
+      CAKE_RETURN_IF_ERROR(ledger_->SetIncumbent(cand.contract_id(), job.candidate_id,
+                                                 "baseline: first validated candidate"));
+      return ledger_->SetCandidateState(job.candidate_id, evidence::CONFIRMED_WINNER,
+                                        evidence::CANDIDATE_STATE_UNSPECIFIED,
+                                        "incumbent (baseline)");
+    }
+    if (incumbent == job.candidate_id) return absl::OkStatus();
+    return EnqueueMeasure(job.candidate_id, incumbent, 0).status();
+  });
+}
+
+absl::Status Orchestrator::OnMeasured(const ledger::Job& job, const worker::Reply& reply) {
+  const evidence::Measurement& m = reply.measurement();
+  CAKE_ASSIGN_OR_RETURN(evidence::Candidate cand, ledger_->GetCandidate(job.candidate_id));
+  CAKE_ASSIGN_OR_RETURN(contract::Contract c, ledger_->GetContract(cand.contract_id()));
+  return ledger_->Atomically([&]() -> absl::Status {
+    CAKE_RETURN_IF_ERROR(ledger_->FinishJob(job.id, true, ""));
+    CAKE_RETURN_IF_ERROR(ledger_->PutMeasurement(job.candidate_id, m));
+    const std::string verdict = evidence::TimingVerdict_Name(m.verdict());
+    const std::string summary = absl::StrCat(
+        "run ", m.run(), " vs ", m.incumbent(), ": ", verdict, ", weighted geomean ratio ",
+        absl::StrFormat("%.4f", m.weighted_geomean_ratio()), ", worst row ", m.worst_row());
+    CAKE_ASSIGN_OR_RETURN(std::string incumbent, ledger_->Incumbent(cand.contract_id()));
+    if (m.verdict() != evidence::FASTER)
+      return ledger_->SetCandidateState(job.candidate_id, evidence::MEASURED,
+                                        evidence::CANDIDATE_STATE_UNSPECIFIED,
+                                        absl::StrCat(summary, "; incumbent kept"));
+    if (incumbent != m.incumbent())  // the incumbent changed meanwhile: measure again
+      return EnqueueMeasure(job.candidate_id, incumbent, 0).status();
+    const int confirmations =
+        c.protocol().confirmation_runs() > 0 ? c.protocol().confirmation_runs() : 1;
+    if (m.run() < confirmations) {
+      CAKE_RETURN_IF_ERROR(ledger_->SetCandidateState(
+          job.candidate_id, evidence::CHALLENGER, evidence::CANDIDATE_STATE_UNSPECIFIED,
+          absl::StrCat(summary, "; confirmation run queued")));
+      return EnqueueMeasure(job.candidate_id, incumbent, m.run() + 1).status();
+    }
+    CAKE_RETURN_IF_ERROR(ledger_->SetIncumbent(cand.contract_id(), job.candidate_id,
+                                               absl::StrCat("faster in ", m.run() + 1,
+                                                            " paired runs; ", summary)));
+    return ledger_->SetCandidateState(job.candidate_id, evidence::CONFIRMED_WINNER,
+                                      evidence::CANDIDATE_STATE_UNSPECIFIED,
+                                      absl::StrCat("promoted: ", summary));
+  });
+}
+
+absl::Status Orchestrator::OnRegressed(const ledger::Job& job, const worker::Reply& reply) {
+  return ledger_->Atomically([&]() -> absl::Status {
+    CAKE_RETURN_IF_ERROR(ledger_->FinishJob(job.id, reply.validation().passed(),
+                                            reply.validation().passed()
+                                                ? ""
+                                                : "regression: " + reply.validation().failure()));
+    CAKE_RETURN_IF_ERROR(ledger_->PutValidation(job.candidate_id, job.id, reply.validation()));
+    return ledger_->AddEvent(reply.validation().passed() ? "regress_ok" : "regress_failed",
+                             job.candidate_id, job.id,
+                             reply.validation().passed()
+                                 ? "incumbent still meets the numerical contract on every row"
+                                 : reply.validation().failure());
+  });
+}
+
+absl::StatusOr<service::CreateContractReply> Orchestrator::CreateContract(
+    const contract::Contract& c) {
+  CAKE_RETURN_IF_ERROR(CheckContract(c));
+  service::CreateContractReply reply;
+  reply.set_contract_id(ContractId(c));
+  CAKE_ASSIGN_OR_RETURN(bool existed, ledger_->InsertContract(reply.contract_id(), c));
+  reply.set_existed(existed);
+  service::ProposeRequest baseline;
+  baseline.set_contract_id(reply.contract_id());
+  baseline.set_schedule_text(c.baseline_schedule());
+  baseline.mutable_hypothesis()->set_expected_effect("baseline: the contract's first incumbent");
+  CAKE_ASSIGN_OR_RETURN(service::ProposeReply p, Propose(baseline, Role::kOperator));
+  reply.set_baseline_candidate(p.candidate_id());
+  return reply;
+}
+
+absl::StatusOr<service::GetContractReply> Orchestrator::GetContract(const std::string& id,
+                                                                    Role role) {
+  CAKE_ASSIGN_OR_RETURN(contract::Contract c, ledger_->GetContract(id));
+  service::GetContractReply reply;
+  reply.set_contract_id(id);
+  *reply.mutable_contract() = role == Role::kAgent ? AgentView(c) : c;
+  CAKE_ASSIGN_OR_RETURN(std::string inc, ledger_->Incumbent(id));
+  reply.set_incumbent(inc);
+  return reply;
+}
+
+absl::StatusOr<service::ProposeReply> Orchestrator::Propose(const service::ProposeRequest& req,
+                                                            Role role) {
+  CAKE_ASSIGN_OR_RETURN(contract::Contract c, ledger_->GetContract(req.contract_id()));
+  auto parsed = compiler::ParseModuleText(req.schedule_text(), "schedule.textproto");
+  if (!parsed.ok()) return absl::InvalidArgumentError(parsed.status().message());
+  const std::string hash = compiler::ScheduleHash(parsed->module);
+  if (!req.idempotency_key().empty()) {
+    CAKE_ASSIGN_OR_RETURN(std::string prior, ledger_->CandidateForKey(req.idempotency_key()));
+    if (!prior.empty()) {
+      CAKE_ASSIGN_OR_RETURN(evidence::Candidate pc, ledger_->GetCandidate(prior));
+      if (pc.schedule_hash() != hash || pc.contract_id() != req.contract_id())
+        return absl::AlreadyExistsError(absl::StrCat(
+            "idempotency key '", req.idempotency_key(), "' was used for another proposal"));
+      service::ProposeReply reply;
+      reply.set_candidate_id(prior);
+      reply.set_duplicate(true);
+      reply.set_state(pc.state());
+      return reply;
+    }
+  }
+  CAKE_ASSIGN_OR_RETURN(int64_t queued, ledger_->CountJobs(ledger::JobState::kQueued));
+  if (queued >= config_.max_queue)
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "job queue is full (", queued, " queued, limit ", config_.max_queue, "); retry later"));
+  evidence::Candidate cand;
+  cand.set_contract_id(req.contract_id());
+  cand.set_schedule_hash(hash);
+  cand.set_schedule_text(req.schedule_text());
+  cand.set_state(evidence::PROPOSED);
+  cand.set_proposer(RoleName(role));
+  cand.set_created_unix_ms(ledger::NowMs());
+  if (req.has_hypothesis()) *cand.mutable_hypothesis() = req.hypothesis();
+  service::ProposeReply reply;
+  absl::Status st = ledger_->Atomically([&]() -> absl::Status {
+    CAKE_ASSIGN_OR_RETURN(ledger::Ledger::Inserted ins,
+                          ledger_->InsertCandidate(cand, req.idempotency_key()));
+    reply.set_candidate_id(ins.id);
+    reply.set_duplicate(ins.existed);
+    reply.set_state(evidence::PROPOSED);
+    if (ins.existed) return absl::OkStatus();
+    worker::Request wr;
+    wr.set_job_id(absl::StrCat("compile-", ins.id));
+    worker::CompileJob* job = wr.mutable_compile();
+    job->set_schedule_text(req.schedule_text());
+    job->add_targets(c.compile_target());
+    if (c.execution_target() != c.compile_target()) job->add_targets(c.execution_target());
+    job->set_store_root(config_.store_root);
+    return ledger_->EnqueueJob(ins.id, "compile", wr.SerializeAsString()).status();
+  });
+  if (!st.ok()) return st;
+  if (reply.duplicate()) {
+    CAKE_ASSIGN_OR_RETURN(evidence::Candidate existing, ledger_->GetCandidate(reply.candidate_id()));
+    reply.set_state(existing.state());
+  }
+  Wake();
+  return reply;
+}
+
+absl::StatusOr<evidence::Candidate> Orchestrator::GetCandidate(const std::string& id, Role role) {
+  CAKE_ASSIGN_OR_RETURN(evidence::Candidate c, ledger_->GetCandidate(id));
+  if (role == Role::kAgent) {
+    // Held-out rows' checks are summarized, not shown.
+    CAKE_ASSIGN_OR_RETURN(contract::Contract ct, ledger_->GetContract(c.contract_id()));
+    std::set<std::string> hidden;
+    for (const auto& r : ct.rows())
+      if (r.held_out()) hidden.insert(r.name());
+    auto* rows = c.mutable_validation()->mutable_rows();
+    for (int i = rows->size() - 1; i >= 0; --i)
+      if (hidden.count((*rows)[i].row())) rows->DeleteSubrange(i, 1);
+  }
+  return c;
+}
+
+absl::StatusOr<std::vector<evidence::Candidate>> Orchestrator::ListCandidates(
+    const std::string& contract, int limit, Role role) {
+  CAKE_ASSIGN_OR_RETURN(std::vector<evidence::Candidate> all,
+                        ledger_->ListCandidates(contract, limit));
+  std::vector<evidence::Candidate> out;
+  for (const evidence::Candidate& c : all) {
+    CAKE_ASSIGN_OR_RETURN(evidence::Candidate v, GetCandidate(c.id(), role));
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+absl::StatusOr<int64_t> Orchestrator::Measure(const std::string& candidate,
+                                              const std::string& key) {
+  CAKE_ASSIGN_OR_RETURN(evidence::Candidate c, ledger_->GetCandidate(candidate));
+  if (!execution_device_) return absl::FailedPreconditionError(device_note_);
+  if (!c.validation().passed())
+    return absl::FailedPreconditionError(absl::StrCat(
+        "candidate ", candidate, " is not eligible: missing evidence: passing validation (state ",
+        evidence::CandidateState_Name(c.state()), ")"));
+  CAKE_ASSIGN_OR_RETURN(std::string incumbent, ledger_->Incumbent(c.contract_id()));
+  if (incumbent.empty() || incumbent == candidate)
+    return absl::FailedPreconditionError(
+        absl::StrCat("candidate ", candidate, " is the incumbent; nothing to measure against"));
+  (void)key;
+  return EnqueueMeasure(candidate, incumbent, 0);
+}
+
+absl::StatusOr<service::RegressReply> Orchestrator::Regress(const std::string& contract_id) {
+  CAKE_ASSIGN_OR_RETURN(contract::Contract c, ledger_->GetContract(contract_id));
+  (void)c;
+  CAKE_ASSIGN_OR_RETURN(std::string incumbent, ledger_->Incumbent(contract_id));
+  if (incumbent.empty())
+    return absl::FailedPreconditionError(absl::StrCat("contract ", contract_id,
+                                                      " has no incumbent yet"));
+  if (!execution_device_) return absl::FailedPreconditionError(device_note_);
+  service::RegressReply reply;
+  reply.set_incumbent(incumbent);
+  CAKE_ASSIGN_OR_RETURN(int64_t job, EnqueueValidate(incumbent, "regress"));
+  reply.set_job_id(job);
+  return reply;
+}
+
+absl::StatusOr<service::StatusReply> Orchestrator::Status() {
+  service::StatusReply s;
+  s.set_boot_id(boot_id_);
+  s.set_execution_device(execution_device_);
+  s.set_device_note(device_note_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const std::string& d : devices_) {
+      service::DeviceStatus* ds = s.add_devices();
+      ds->set_name(d);
+      ds->set_state(gpu_state_);
+    }
+  }
+  CAKE_ASSIGN_OR_RETURN(int64_t queued, ledger_->CountJobs(ledger::JobState::kQueued));
+  CAKE_ASSIGN_OR_RETURN(int64_t running, ledger_->CountJobs(ledger::JobState::kRunning));
+  s.set_queued_jobs(queued);
+  s.set_running_jobs(running);
+  CAKE_ASSIGN_OR_RETURN(auto contracts, ledger_->ListContracts());
+  for (const auto& [id, c] : contracts) {
+    service::ContractStatus* cs = s.add_contracts();
+    cs->set_contract_id(id);
+    cs->set_name(c.name());
+    CAKE_ASSIGN_OR_RETURN(std::string inc, ledger_->Incumbent(id));
+    cs->set_incumbent(inc);
+    if (!inc.empty()) {
+      CAKE_ASSIGN_OR_RETURN(evidence::Candidate ic, ledger_->GetCandidate(inc));
+      cs->set_incumbent_schedule_hash(ic.schedule_hash());
+    }
+  }
+  CAKE_ASSIGN_OR_RETURN(auto failures, ledger_->RecentFailedJobs(5));
+  for (const ledger::Job& j : failures) {
+    service::JobFailure* f = s.add_recent_failures();
+    f->set_job_id(j.id);
+    f->set_candidate_id(j.candidate_id);
+    f->set_kind(j.kind);
+    f->set_error(j.error);
+  }
+  CAKE_ASSIGN_OR_RETURN(auto counts, ledger_->CandidateCounts());
+  for (const auto& [k, v] : counts) (*s.mutable_candidates_by_state())[k] = v;
+  return s;
+}
+
+absl::StatusOr<std::vector<ledger::Event>> Orchestrator::Events(int64_t after, int limit) {
+  return ledger_->EventsAfter(after, limit > 0 ? limit : 100);
+}
+
+}  // namespace cake::server

@@ -1,0 +1,101 @@
+// The orchestrator: contracts, candidates and their state machine
+//   Proposed -> Analyzed -> Compiled -> Validated -> Measured -> Challenger -> ConfirmedWinner
+//   (or Rejected at any stage, with the stage and its evidence kept),
+// the durable job queue (the ledger's jobs table) drained by lanes of worker processes, and
+// promotion — which is the orchestrator's alone: validated, no required-row regression, faster
+// than the incumbent beyond the practical floor in a confirmation run; ties keep the incumbent.
+//
+// Lanes: `cpu_workers` threads run compile jobs in parallel; one GPU lane per device runs
+// validate/measure/regress jobs one at a time, after waiting out foreign processes. Every job
+// runs in a fresh cake-worker process; this process never creates a CUDA context.
+//
+// Thread-safety: all public methods are thread-safe.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cake/service.pb.h"
+#include "cake/worker.pb.h"
+#include "ledger/ledger.h"
+
+namespace cake::server {
+
+struct OrchestratorConfig {
+  std::string worker_path;             // cake-worker executable
+  std::string store_root;              // artifact store
+  int cpu_workers = 2;                 // Default: 2
+  int max_queue = 256;                 // queued jobs beyond which Propose is RESOURCE_EXHAUSTED
+  int max_attempts = 3;                // re-queues of a job interrupted by a daemon restart
+  std::chrono::milliseconds compile_timeout{std::chrono::minutes(5)};
+  std::chrono::milliseconds gpu_timeout{std::chrono::minutes(10)};
+  std::map<std::string, std::string> worker_env;
+  bool probe_devices = true;           // false: never use a GPU (no execution device)
+};
+
+enum class Role { kOperator, kAgent, kCi };
+std::string RoleName(Role r);
+
+class Orchestrator {
+ public:
+  Orchestrator(ledger::Ledger* ledger, OrchestratorConfig config);
+  ~Orchestrator();
+
+  // Recovers the ledger (interrupted jobs re-queued), probes devices in a worker, starts lanes.
+  absl::Status Start(const std::string& boot_id);
+  // Stops taking jobs; waits for running jobs to finish (they keep their records).
+  void Stop();
+
+  absl::StatusOr<service::CreateContractReply> CreateContract(const contract::Contract& c);
+  absl::StatusOr<service::GetContractReply> GetContract(const std::string& id, Role role);
+  absl::StatusOr<service::ProposeReply> Propose(const service::ProposeRequest& req, Role role);
+  absl::StatusOr<evidence::Candidate> GetCandidate(const std::string& id, Role role);
+  absl::StatusOr<std::vector<evidence::Candidate>> ListCandidates(const std::string& contract,
+                                                                  int limit, Role role);
+  absl::StatusOr<int64_t> Measure(const std::string& candidate, const std::string& key);
+  absl::StatusOr<service::RegressReply> Regress(const std::string& contract_id);
+  absl::StatusOr<service::StatusReply> Status();
+  absl::StatusOr<std::vector<ledger::Event>> Events(int64_t after, int limit);
+
+  bool has_execution_device() const { return execution_device_; }
+
+ private:
+  void LaneLoop(bool gpu);
+  void RunJob(const ledger::Job& job, bool gpu);
+  absl::Status OnCompiled(const ledger::Job& job, const worker::Reply& reply);
+  absl::Status OnValidated(const ledger::Job& job, const worker::Reply& reply);
+  absl::Status OnMeasured(const ledger::Job& job, const worker::Reply& reply);
+  absl::Status OnRegressed(const ledger::Job& job, const worker::Reply& reply);
+  absl::Status OnJobFailed(const ledger::Job& job, const std::string& reason);
+  absl::StatusOr<int64_t> EnqueueValidate(const std::string& candidate, const std::string& kind);
+  absl::StatusOr<int64_t> EnqueueMeasure(const std::string& candidate,
+                                         const std::string& incumbent, int run);
+  absl::StatusOr<worker::KernelRef> KernelFor(const std::string& candidate);
+  void WaitForForeignProcesses();
+  void Wake();
+
+  ledger::Ledger* ledger_;
+  OrchestratorConfig config_;
+  bool execution_device_ = false;
+  std::string device_note_;
+  std::vector<std::string> devices_;
+  std::string boot_id_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::set<int64_t> claimed_;          // guarded by mu_: jobs a lane has taken
+  std::string gpu_state_ = "idle";     // guarded by mu_
+  bool stopping_ = false;              // guarded by mu_
+  std::vector<std::thread> lanes_;
+};
+
+}  // namespace cake::server
