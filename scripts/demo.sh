@@ -1,11 +1,73 @@
 #!/usr/bin/env bash
-# The main job (compiler stage): analyze and compile the bundled warp GEMM for every admitted
-# target, printing each lowering receipt. SM120/SM121 objects are compiled and inspected only.
+# The main job: a real optimisation round. Starts caked on a fresh state directory (embedded
+# SQLite ledger), creates the bundled warp-GEMM contract, lets the built-in proposer submit
+# candidates through the public API, shows progress, prints `cakectl status`, the candidates and
+# the ledger's rows, then stops the daemon. With a GPU the candidates are validated, timed and
+# one may be promoted; without one they stop at Compiled with "no execution device".
 set -euo pipefail
 build=${1:-build}
 root=$(cd "$(dirname "$0")/.." && pwd)
-store="${CAKE_STORE:-$root/.state/artifacts}"
-for t in sm_120f sm_121a sm_120a sm_90; do
-  echo "== cakec compile examples/gemm_bf16.textproto --target $t"
-  "$build/bin/cakec" compile "$root/examples/gemm_bf16.textproto" --target "$t" --store "$store"
-done
+bin="$root/$build/bin"
+[ -d "$bin" ] || bin="$build/bin"
+state=${CAKE_DEMO_STATE:-$(mktemp -d /tmp/caked-demo.XXXXXX)}
+count=${CAKE_DEMO_CANDIDATES:-5}
+export CAKE_ADDR="unix:$state/caked.sock" CAKE_TOKEN_FILE="$state/tokens/operator"
+
+echo "== caked --state-dir $state"
+"$bin/caked" --state-dir "$state" >"$state/caked.log" 2>&1 &
+daemon=$!
+trap 'kill $daemon 2>/dev/null || true; wait $daemon 2>/dev/null || true' EXIT
+for _ in $(seq 1 100); do [ -S "$state/caked.sock" ] && [ -f "$CAKE_TOKEN_FILE" ] && break; sleep 0.1; done
+sed 's/^/  caked: /' "$state/caked.log"
+
+echo "== cakectl contract create contracts/gemm_bf16.textproto"
+contract=$("$bin/cakectl" -o json contract create "$root/contracts/gemm_bf16.textproto" \
+  --baseline "$root/examples/gemm_bf16.textproto" | python3 -c 'import json,sys; print(json.load(sys.stdin)["contract_id"])')
+echo "contract $contract"
+
+echo "== cakectl demo-agent (built-in proposer, public RPCs only)"
+"$bin/cakectl" -o table demo-agent --contract "$contract" --count "$count"
+
+echo "== progress (cakectl watch --until-idle)"
+"$bin/cakectl" watch --until-idle --timeout 1500 | python3 -c '
+import json, sys
+for line in sys.stdin:
+    e = json.loads(line)
+    print("  [%s] %-12s %s" % (e.get("id"), e.get("candidate_id", ""), e.get("message", "")), flush=True)'
+
+echo "== cakectl status"
+"$bin/cakectl" -o table status
+echo "== cakectl candidates"
+"$bin/cakectl" -o table candidates --contract "$contract"
+incumbent=$("$bin/cakectl" -o json status | python3 -c 'import json,sys; s=json.load(sys.stdin); print(next((c.get("incumbent","") for c in s.get("contracts",[])), ""))')
+if [ -n "$incumbent" ]; then
+  echo "== cakectl show $incumbent (incumbent)"
+  "$bin/cakectl" -o table show "$incumbent"
+fi
+
+echo "== ledger rows ($state/ledger.db)"
+python3 - "$state/ledger.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+queries = [
+    "SELECT id, state, rejected_at, substr(status_note, 1, 80) AS note FROM candidates ORDER BY seq",
+    "SELECT id, candidate_id, kind, state, attempt, substr(error, 1, 60) AS error FROM jobs ORDER BY id",
+    "SELECT candidate_id, job_id, passed FROM validations ORDER BY id",
+    "SELECT candidate_id, incumbent_id, run, verdict FROM measurements ORDER BY id",
+    "SELECT COUNT(*) AS raw_timing_samples FROM measurement_samples",
+    "SELECT contract_id, candidate_id, previous_id, substr(reason, 1, 90) AS reason FROM promotions ORDER BY id",
+]
+for q in queries:
+    cur = db.execute(q)
+    cols = [d[0] for d in cur.description]
+    print("  -- " + q.split(" FROM ")[1].split()[0])
+    print("  " + " | ".join(cols))
+    for row in cur:
+        print("  " + " | ".join(str(v) for v in row))
+PY
+echo "== stopping caked"
+kill -TERM $daemon
+wait $daemon || true
+trap - EXIT
+tail -n 2 "$state/caked.log" | sed 's/^/  caked: /'
+echo "state kept in $state"

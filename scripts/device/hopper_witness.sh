@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Runs the Hopper witness (tests/gpu/hopper_witness_test) on a machine with an sm_90 GPU, from a
-# build made elsewhere: carried build/bin/hopper_witness_test, build/devlibs (shared libraries
+# build made elsewhere: carried build/device (scripts/device_bundle.sh: stripped binaries and the shared libraries
 # the image lacks) and .toolchain (cuobjdump). Writes evidence files under $OUT (or ./evidence-out).
 set -uo pipefail
 out=${OUT:-evidence-out}
 mkdir -p "$out"
-export LD_LIBRARY_PATH="$PWD/build/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH="$PWD/build/device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export CAKE_CUOBJDUMP="$PWD/.toolchain/bin/cuobjdump"
 export CAKE_NVCC=${CAKE_NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 export CAKE_EVIDENCE_DIR="$out"
@@ -16,12 +16,12 @@ export CAKE_EVIDENCE_DIR="$out"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv
   "$CAKE_NVCC" --version | tail -2
 } | tee "$out/environment.txt"
-./build/bin/hopper_witness_test --gtest_output="json:$out/gtest.json" 2>&1 | tee "$out/witness.log"
+./build/device/bin/hopper_witness_test --gtest_output="json:$out/gtest.json" 2>&1 | tee "$out/witness.log"
 rc=${PIPESTATUS[0]}
 if command -v compute-sanitizer >/dev/null || [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   for tool in memcheck racecheck; do
-    CAKE_EVIDENCE_DIR= "$cs" --tool "$tool" --error-exitcode 9 ./build/bin/hopper_witness_test \
+    CAKE_EVIDENCE_DIR= "$cs" --tool "$tool" --error-exitcode 9 ./build/device/bin/hopper_witness_test \
       --gtest_filter='HopperWitness.BundledExampleBf16Out:HopperWitness.SingleStageX2Loads' \
       > "$out/sanitizer_$tool.log" 2>&1
     echo "compute-sanitizer $tool: exit $?" | tee -a "$out/environment.txt"

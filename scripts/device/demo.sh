@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs the main job (scripts/demo.sh) on a GPU machine from binaries built elsewhere: carried
+# build/device (scripts/device_bundle.sh) and .toolchain. Saves the transcript, ledger and daemon log to $OUT.
+set -uo pipefail
+out=${OUT:-evidence-out}
+mkdir -p "$out"
+export LD_LIBRARY_PATH="$PWD/build/device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export CAKE_CUOBJDUMP="$PWD/.toolchain/bin/cuobjdump"
+export CAKE_NVCC=${CAKE_NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+export CAKE_DEMO_STATE=/tmp/caked-demo-state
+rm -rf "$CAKE_DEMO_STATE" && mkdir -p "$CAKE_DEMO_STATE"
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv
+  "$CAKE_NVCC" --version | tail -2
+} > "$out/environment.txt"
+./scripts/demo.sh build/device 2>&1 | tee "$out/demo.log"
+rc=${PIPESTATUS[0]}
+cp "$CAKE_DEMO_STATE/ledger.db" "$out/ledger.db" 2>/dev/null
+cp "$CAKE_DEMO_STATE/caked.log" "$out/caked.log" 2>/dev/null
+exit $rc

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Packs what a GPU machine needs to run binaries built here into BUILD/device (under 64 MiB):
+# stripped executables in bin/ and the Debian libraries its image lacks in lib/ (glibc, libstdc++,
+# OpenSSL, zlib, systemd and compression libraries are left to the image's own, newer ones).
+set -euo pipefail
+build=${1:-build}
+dest="$build/device"
+rm -rf "$dest" && mkdir -p "$dest/bin" "$dest/lib"
+for exe in caked cakectl cake-worker cakec hopper_witness_test; do
+  [ -x "$build/bin/$exe" ] && strip --strip-debug -o "$dest/bin/$exe" "$build/bin/$exe"
+done
+for exe in "$dest"/bin/*; do
+  ldd "$exe" | awk '/=> \//{print $3}' |
+    grep -E 'libprotobuf|libabsl|libgrpc|libgpr|libaddress_sorting|libupb|libre2|libcares|libspdlog|libfmt|libsqlite3' |
+    while read -r lib; do cp -uL "$lib" "$dest/lib/"; done
+done
+strip --strip-unneeded "$dest"/lib/* 2>/dev/null || true
+du -sh "$dest" >&2
