@@ -551,11 +551,11 @@ absl::StatusOr<std::vector<evidence::Candidate>> Orchestrator::ListCandidates(
 absl::StatusOr<int64_t> Orchestrator::Measure(const std::string& candidate,
                                               const std::string& key) {
   CAKE_ASSIGN_OR_RETURN(evidence::Candidate c, ledger_->GetCandidate(candidate));
-  if (!execution_device_) return absl::FailedPreconditionError(device_note_);
   if (!c.validation().passed())
     return absl::FailedPreconditionError(absl::StrCat(
         "candidate ", candidate, " is not eligible: missing evidence: passing validation (state ",
         evidence::CandidateState_Name(c.state()), ")"));
+  if (!execution_device_) return absl::FailedPreconditionError(device_note_);
   CAKE_ASSIGN_OR_RETURN(std::string incumbent, ledger_->Incumbent(c.contract_id()));
   if (incumbent.empty() || incumbent == candidate)
     return absl::FailedPreconditionError(

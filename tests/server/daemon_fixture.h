@@ -1,0 +1,139 @@
+// A real caked process on a temporary state directory, and a client for it. Used by the
+// integration tests: real daemon, real workers, real SQLite, real nvcc.
+#pragma once
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cake/service.grpc.pb.h"
+#include "google/protobuf/text_format.h"
+#include "grpcpp/grpcpp.h"
+
+extern char** environ;
+
+namespace cake::testing {
+
+class Daemon {
+ public:
+  explicit Daemon(std::filesystem::path state) : state_(std::move(state)) {}
+  ~Daemon() { Kill(); }
+
+  const std::filesystem::path& state() const { return state_; }
+  std::string Address() const { return "unix:" + (state_ / "caked.sock").string(); }
+
+  // Starts caked with `extra` flags; waits until it listens. False if it exited instead.
+  bool Start(const std::vector<std::string>& extra = {}, std::vector<std::string> env = {}) {
+    std::vector<std::string> args = {CAKED_PATH, "--state-dir", state_.string(), "--no-gpu"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (char** e = environ; *e; ++e) env.push_back(*e);
+    std::vector<char*> envp;
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    const std::string log = (state_ / "caked.log").string();
+    std::filesystem::create_directories(state_);
+    std::error_code ec;
+    std::filesystem::remove(state_ / "caked.sock", ec);  // a killed daemon leaves its socket
+    posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    const int rc = posix_spawn(&pid_, CAKED_PATH, &fa, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) return false;
+    for (int i = 0; i < 200; ++i) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        exit_status_ = status;
+        pid_ = 0;
+        return false;
+      }
+      if (std::filesystem::exists(state_ / "caked.sock") &&
+          std::filesystem::exists(state_ / "tokens" / "agent")) {
+        Connect();
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+
+  // SIGTERM and wait; returns the exit status.
+  int Stop() {
+    if (pid_ == 0) return exit_status_;
+    kill(pid_, SIGTERM);
+    waitpid(pid_, &exit_status_, 0);
+    pid_ = 0;
+    return exit_status_;
+  }
+  void Kill() {
+    if (pid_ == 0) return;
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &exit_status_, 0);
+    pid_ = 0;
+  }
+  int exit_status() const { return exit_status_; }
+  std::string Log() const { return Read(state_ / "caked.log"); }
+
+  std::string Token(const std::string& role) const {
+    std::string t = Read(state_ / "tokens" / role);
+    while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+    return t;
+  }
+
+  std::unique_ptr<grpc::ClientContext> Ctx(const std::string& role = "operator") const {
+    auto c = std::make_unique<grpc::ClientContext>();
+    if (!role.empty()) c->AddMetadata("authorization", "Bearer " + Token(role));
+    c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    return c;
+  }
+  service::CakeService::Stub* stub() { return stub_.get(); }
+
+  // Polls until pred(candidate) holds or the timeout passes.
+  bool WaitFor(const std::string& id, const std::function<bool(const evidence::Candidate&)>& pred,
+               std::chrono::seconds timeout = std::chrono::seconds(120)) {
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < end) {
+      service::GetCandidateRequest req;
+      req.set_candidate_id(id);
+      evidence::Candidate c;
+      if (stub_->GetCandidate(Ctx().get(), req, &c).ok() && pred(c)) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return false;
+  }
+
+  static std::string Read(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+ private:
+  void Connect() {
+    grpc::ChannelArguments args;
+    args.SetMaxSendMessageSize(64 << 20);
+    stub_ = service::CakeService::NewStub(
+        grpc::CreateCustomChannel(Address(), grpc::InsecureChannelCredentials(), args));
+  }
+  std::filesystem::path state_;
+  pid_t pid_ = 0;
+  int exit_status_ = 0;
+  std::unique_ptr<service::CakeService::Stub> stub_;
+};
+
+}  // namespace cake::testing

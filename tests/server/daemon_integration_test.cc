@@ -1,0 +1,313 @@
+// Integration tests of the daemon spine: real caked, real cake-worker processes, real SQLite,
+// real nvcc. The machine running them has no GPU, so candidates stop at Compiled with "no
+// execution device"; GPU stages are covered by the device runs under evidence/.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <set>
+
+#include "compiler/canonical.h"
+#include "daemon_fixture.h"
+#include "tests/compiler/test_util.h"
+#include "workloads/warp_gemm_space.h"
+
+namespace cake {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::Daemon;
+
+std::string ScheduleText(const workloads::WarpGemmParams& p) {
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(workloads::MakeWarpGemm(p), &text);
+  return text;
+}
+
+contract::Contract BundledContract() {
+  contract::Contract c;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      testing::ReadText(testing::SourceDir() / "contracts/gemm_bf16.textproto"), &c));
+  c.set_baseline_schedule(testing::ReadText(testing::SourceDir() / "examples/gemm_bf16.textproto"));
+  return c;
+}
+
+std::string CreateContract(Daemon& d) {
+  service::CreateContractRequest req;
+  *req.mutable_contract() = BundledContract();
+  service::CreateContractReply reply;
+  grpc::Status s = d.stub()->CreateContract(d.Ctx("operator").get(), req, &reply);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  return reply.contract_id();
+}
+
+grpc::Status Propose(Daemon& d, const std::string& contract, const std::string& text,
+                     service::ProposeReply* reply, const std::string& role = "agent",
+                     const std::string& key = "") {
+  service::ProposeRequest req;
+  req.set_contract_id(contract);
+  req.set_schedule_text(text);
+  req.set_idempotency_key(key);
+  return d.stub()->Propose(d.Ctx(role).get(), req, reply);
+}
+
+bool Compiled(const evidence::Candidate& c) { return c.state() == evidence::COMPILED; }
+bool Settled(const evidence::Candidate& c) {
+  return c.state() == evidence::COMPILED || c.state() == evidence::REJECTED;
+}
+
+class DaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override { state_ = testing::FreshDir("caked_it"); }
+  void TearDown() override { fs::remove_all(state_); }
+  fs::path state_;
+};
+
+TEST_F(DaemonTest, RoundStopsAtCompiledWithoutADeviceAndSaysSo) {
+  Daemon d(state_);
+  ASSERT_TRUE(d.Start()) << d.Log();
+  const std::string contract = CreateContract(d);
+  service::StatusReply st;
+  ASSERT_TRUE(d.stub()->Status(d.Ctx().get(), {}, &st).ok());
+  EXPECT_FALSE(st.execution_device());
+  EXPECT_NE(st.device_note().find("no execution device"), std::string::npos);
+  service::GetContractReply gc;
+  service::GetContractRequest gr;
+  gr.set_contract_id(contract);
+  ASSERT_TRUE(d.stub()->GetContract(d.Ctx("operator").get(), gr, &gc).ok());
+  service::ListCandidatesReply list;
+  ASSERT_TRUE(d.stub()->ListCandidates(d.Ctx().get(), {}, &list).ok());
+  ASSERT_EQ(list.candidates_size(), 1);  // the baseline
+  const std::string baseline = list.candidates(0).id();
+  ASSERT_TRUE(d.WaitFor(baseline, Settled));
+  service::GetCandidateRequest req;
+  req.set_candidate_id(baseline);
+  evidence::Candidate c;
+  ASSERT_TRUE(d.stub()->GetCandidate(d.Ctx().get(), req, &c).ok());
+  EXPECT_EQ(c.state(), evidence::COMPILED) << c.status_note();
+  EXPECT_NE(c.status_note().find("no execution device"), std::string::npos);
+  EXPECT_EQ(c.receipt().outcome(), report::LoweringReceipt::PASS);
+  EXPECT_EQ(c.analysis().verdict(), report::VERIFIED);
+  // Agents never see held-out rows.
+  service::GetContractReply agent_view;
+  ASSERT_TRUE(d.stub()->GetContract(d.Ctx("agent").get(), gr, &agent_view).ok());
+  EXPECT_EQ(agent_view.contract().rows_size() + 1, gc.contract().rows_size());
+  // Measuring a candidate without validation is refused, naming the missing evidence.
+  service::MeasureRequest mr;
+  mr.set_candidate_id(baseline);
+  service::MeasureReply mreply;
+  grpc::Status ms = d.stub()->Measure(d.Ctx("agent").get(), mr, &mreply);
+  EXPECT_EQ(ms.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(ms.error_message().find("missing evidence: passing validation"), std::string::npos);
+  EXPECT_EQ(d.Stop(), 0);
+}
+
+TEST_F(DaemonTest, ConcurrentProposalsFromSeveralClients) {
+  Daemon d(state_);
+  ASSERT_TRUE(d.Start({"--cpu-workers", "2"})) << d.Log();
+  const std::string contract = CreateContract(d);
+  const auto space = workloads::WarpGemmCandidates();
+  std::vector<std::string> ids(space.size());
+  std::vector<std::thread> clients;
+  for (size_t i = 1; i < space.size(); ++i)
+    clients.emplace_back([&, i] {
+      service::ProposeReply r;
+      grpc::Status s = Propose(d, contract, ScheduleText(space[i]), &r);
+      EXPECT_TRUE(s.ok()) << s.error_message();
+      ids[i] = r.candidate_id();
+    });
+  for (auto& t : clients) t.join();
+  std::set<std::string> distinct(ids.begin() + 1, ids.end());
+  EXPECT_EQ(distinct.size(), space.size() - 1);
+  for (size_t i = 1; i < ids.size(); ++i)
+    EXPECT_TRUE(d.WaitFor(ids[i], Compiled, std::chrono::seconds(240))) << ids[i] << d.Log();
+  // The same schedule again is a duplicate, not a new candidate.
+  service::ProposeReply again;
+  ASSERT_TRUE(Propose(d, contract, ScheduleText(space[1]), &again).ok());
+  EXPECT_TRUE(again.duplicate());
+  EXPECT_EQ(again.candidate_id(), ids[1]);
+}
+
+TEST_F(DaemonTest, RolesAndTokens) {
+  Daemon d(state_);
+  ASSERT_TRUE(d.Start()) << d.Log();
+  service::CreateContractRequest req;
+  *req.mutable_contract() = BundledContract();
+  service::CreateContractReply reply;
+  grpc::Status agent = d.stub()->CreateContract(d.Ctx("agent").get(), req, &reply);
+  EXPECT_EQ(agent.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  grpc::Status none = d.stub()->CreateContract(d.Ctx("").get(), req, &reply);
+  EXPECT_EQ(none.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  auto bad = std::make_unique<grpc::ClientContext>();
+  bad->AddMetadata("authorization", "Bearer not-a-token");
+  EXPECT_EQ(d.stub()->CreateContract(bad.get(), req, &reply).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  service::RegressRequest rr;
+  service::RegressReply rreply;
+  EXPECT_EQ(d.stub()->Regress(d.Ctx("agent").get(), rr, &rreply).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  // Token files are private to the daemon's user.
+  struct stat st;
+  ASSERT_EQ(stat((state_ / "tokens" / "operator").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+TEST_F(DaemonTest, BadInputGetsTheRightStatusCodes) {
+  Daemon d(state_);
+  ASSERT_TRUE(d.Start({"--max-message-bytes", "65536"})) << d.Log();
+  const std::string contract = CreateContract(d);
+  service::ProposeReply r;
+  grpc::Status malformed = Propose(d, contract, "kernels { name: \"k\"\n  launch { x }\n", &r);
+  EXPECT_EQ(malformed.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(malformed.error_message().rfind("schedule.textproto:2:", 0), 0u)
+      << malformed.error_message();
+  EXPECT_EQ(Propose(d, "ct-nope", ScheduleText({}), &r).error_code(), grpc::StatusCode::NOT_FOUND);
+  service::GetCandidateRequest gc;
+  gc.set_candidate_id("c999-deadbeef");
+  evidence::Candidate c;
+  EXPECT_EQ(d.stub()->GetCandidate(d.Ctx().get(), gc, &c).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  // Limit + 1 bytes is refused by the transport.
+  std::string huge = ScheduleText({}) + "\n# " + std::string(65536, 'x') + "\n";
+  EXPECT_EQ(Propose(d, contract, huge, &r).error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  // An idempotency key reused with another body.
+  workloads::WarpGemmParams other;
+  other.stages = 2;
+  ASSERT_TRUE(Propose(d, contract, ScheduleText(other), &r, "agent", "key-1").ok());
+  service::ProposeReply same;
+  ASSERT_TRUE(Propose(d, contract, ScheduleText(other), &same, "agent", "key-1").ok());
+  EXPECT_EQ(same.candidate_id(), r.candidate_id());
+  other.stages = 4;
+  EXPECT_EQ(Propose(d, contract, ScheduleText(other), &r, "agent", "key-1").error_code(),
+            grpc::StatusCode::ALREADY_EXISTS);
+  // A contract that does not make sense.
+  service::CreateContractRequest bad;
+  *bad.mutable_contract() = BundledContract();
+  bad.mutable_contract()->mutable_rows(0)->mutable_shape()->set_k(7);
+  service::CreateContractReply creply;
+  EXPECT_EQ(d.stub()->CreateContract(d.Ctx().get(), bad, &creply).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(DaemonTest, FullQueueIsResourceExhaustedNotAHang) {
+  Daemon d(state_);
+  ASSERT_TRUE(d.Start({"--max-queue", "2", "--cpu-workers", "1"})) << d.Log();
+  const std::string contract = CreateContract(d);  // baseline: 1 queued compile job
+  int exhausted = 0;
+  for (const auto& p : workloads::WarpGemmCandidates()) {
+    service::ProposeReply r;
+    grpc::Status s = Propose(d, contract, ScheduleText(p), &r);
+    if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) ++exhausted;
+  }
+  EXPECT_GT(exhausted, 0);
+}
+
+TEST_F(DaemonTest, CrashedAndHungWorkersLeaveFailureRecordsAndTheNextJobSucceeds) {
+  const fs::path faults = state_ / "faults";
+  fs::create_directories(faults);
+  Daemon d(state_);
+  ASSERT_TRUE(d.Start({"--cpu-workers", "1", "--compile-timeout-ms", "20000"},
+                      {"CAKE_WORKER_FAULT_DIR=" + faults.string()}))
+      << d.Log();
+  const std::string contract = CreateContract(d);
+  service::ListCandidatesReply list;
+  ASSERT_TRUE(d.stub()->ListCandidates(d.Ctx().get(), {}, &list).ok());
+  ASSERT_TRUE(d.WaitFor(list.candidates(0).id(), Settled));
+  auto space = workloads::WarpGemmCandidates();
+
+  std::ofstream(faults / "compile.crash") << "";
+  service::ProposeReply crashed;
+  ASSERT_TRUE(Propose(d, contract, ScheduleText(space[1]), &crashed).ok());
+  ASSERT_TRUE(d.WaitFor(crashed.candidate_id(), Settled));
+  service::ProposeReply after_crash;
+  ASSERT_TRUE(Propose(d, contract, ScheduleText(space[2]), &after_crash).ok());
+  EXPECT_TRUE(d.WaitFor(after_crash.candidate_id(), Compiled)) << d.Log();
+
+  std::ofstream(faults / "compile.hang") << "";
+  service::ProposeReply hung;
+  ASSERT_TRUE(Propose(d, contract, ScheduleText(space[3]), &hung).ok());
+  ASSERT_TRUE(d.WaitFor(hung.candidate_id(), Settled));
+  service::ProposeReply after_hang;
+  ASSERT_TRUE(Propose(d, contract, ScheduleText(space[4]), &after_hang).ok());
+  EXPECT_TRUE(d.WaitFor(after_hang.candidate_id(), Compiled)) << d.Log();
+
+  auto get = [&](const std::string& id) {
+    service::GetCandidateRequest req;
+    req.set_candidate_id(id);
+    evidence::Candidate c;
+    EXPECT_TRUE(d.stub()->GetCandidate(d.Ctx().get(), req, &c).ok());
+    return c;
+  };
+  const evidence::Candidate c1 = get(crashed.candidate_id());
+  EXPECT_EQ(c1.state(), evidence::REJECTED);
+  EXPECT_EQ(c1.rejected_at(), evidence::COMPILED);
+  EXPECT_NE(c1.status_note().find("killed by signal 9"), std::string::npos) << c1.status_note();
+  const evidence::Candidate c3 = get(hung.candidate_id());
+  EXPECT_EQ(c3.state(), evidence::REJECTED);
+  EXPECT_NE(c3.status_note().find("timed out after 20000 ms"), std::string::npos) << c3.status_note();
+  service::StatusReply st;
+  ASSERT_TRUE(d.stub()->Status(d.Ctx().get(), {}, &st).ok());
+  EXPECT_EQ(st.recent_failures_size(), 2);
+  for (const auto& f : st.recent_failures()) std::printf("failure: %s\n", f.error().c_str());
+  EXPECT_FALSE(fs::exists(faults / "compile.crash"));  // each fault fired once
+  EXPECT_FALSE(fs::exists(faults / "compile.hang"));
+}
+
+TEST_F(DaemonTest, KillNineWithJobsQueuedThenRestartLosesNothing) {
+  std::vector<std::string> ids;
+  std::string contract;
+  {
+    Daemon d(state_);
+    ASSERT_TRUE(d.Start({"--cpu-workers", "1"})) << d.Log();
+    contract = CreateContract(d);
+    for (const auto& p : workloads::WarpGemmCandidates()) {
+      service::ProposeReply r;
+      ASSERT_TRUE(Propose(d, contract, ScheduleText(p), &r).ok());
+      if (!r.duplicate()) ids.push_back(r.candidate_id());
+    }
+    d.Kill();  // SIGKILL with jobs queued and one running
+  }
+  ASSERT_GE(ids.size(), 6u);
+  Daemon again(state_);
+  ASSERT_TRUE(again.Start({"--cpu-workers", "2"})) << again.Log();
+  service::ListCandidatesReply list;
+  ASSERT_TRUE(again.stub()->ListCandidates(again.Ctx().get(), {}, &list).ok());
+  std::set<std::string> present;
+  for (const auto& c : list.candidates()) present.insert(c.id());
+  for (const std::string& id : ids) EXPECT_TRUE(present.count(id)) << id << " was lost";
+  for (const std::string& id : ids)
+    EXPECT_TRUE(again.WaitFor(id, Compiled, std::chrono::seconds(300))) << id << again.Log();
+  EXPECT_NE(again.Log().find("ledger recovered"), std::string::npos);
+}
+
+TEST_F(DaemonTest, RefusesForeignOrCorruptLedgerAndNeverOverwritesIt) {
+  fs::create_directories(state_);
+  const fs::path db = state_ / "ledger.db";
+  // A foreign SQLite database (another application's).
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(db.c_str(), &raw), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(raw, "CREATE TABLE t(x); INSERT INTO t VALUES (42);", nullptr, nullptr,
+                           nullptr),
+              SQLITE_OK);
+    sqlite3_close(raw);
+  }
+  const std::string before = compiler::Sha256Hex(Daemon::Read(db));
+  Daemon d(state_);
+  EXPECT_FALSE(d.Start());
+  EXPECT_NE(WEXITSTATUS(d.exit_status()), 0);
+  EXPECT_NE(d.Log().find("another application"), std::string::npos) << d.Log();
+  EXPECT_EQ(compiler::Sha256Hex(Daemon::Read(db)), before);
+  // Not a database at all.
+  std::ofstream(db, std::ios::trunc) << std::string(8192, 'Z');
+  const std::string garbage = compiler::Sha256Hex(Daemon::Read(db));
+  Daemon d2(state_);
+  EXPECT_FALSE(d2.Start());
+  EXPECT_NE(d2.Log().find("refusing"), std::string::npos) << d2.Log();
+  EXPECT_EQ(compiler::Sha256Hex(Daemon::Read(db)), garbage);
+}
+
+}  // namespace
+}  // namespace cake
