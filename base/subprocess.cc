@@ -107,7 +107,8 @@ absl::StatusOr<SubprocessResult> RunSubprocess(const std::vector<std::string>& a
   const auto deadline = start + options.timeout;
   char buf[65536];
   // SIGPIPE on a child that closes stdin early must not kill us.
-  struct sigaction ignore_pipe {}, old_pipe {};
+  struct sigaction ignore_pipe {
+  }, old_pipe{};
   ignore_pipe.sa_handler = SIG_IGN;
   sigaction(SIGPIPE, &ignore_pipe, &old_pipe);
   while (out_fd >= 0 || err_fd >= 0) {

@@ -18,15 +18,15 @@ namespace cake::base {
 struct SubprocessOptions {
   std::string stdin_bytes;
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
-  std::string working_dir;                  // empty = inherit
-  std::map<std::string, std::string> env;   // added to (or replacing in) the inherited env
-  std::function<void(int pid)> on_start;     // called with the child's pid once it runs
+  std::string working_dir;                 // empty = inherit
+  std::map<std::string, std::string> env;  // added to (or replacing in) the inherited env
+  std::function<void(int pid)> on_start;   // called with the child's pid once it runs
 };
 
 struct SubprocessResult {
-  int exit_code = -1;     // valid when !signaled
-  int term_signal = 0;    // signal that ended the child, 0 if it exited
-  bool timed_out = false; // the group was killed because the timeout passed
+  int exit_code = -1;      // valid when !signaled
+  int term_signal = 0;     // signal that ended the child, 0 if it exited
+  bool timed_out = false;  // the group was killed because the timeout passed
   std::string stdout_bytes;
   std::string stderr_bytes;
   double wall_seconds = 0;

@@ -99,17 +99,15 @@ bool Table(const Globals& g) {
 }
 
 void PrintStatus(const svc::StatusReply& s) {
-  std::cout << "devices:   "
-            << (s.execution_device() ? "" : s.device_note()) << "\n";
+  std::cout << "devices:   " << (s.execution_device() ? "" : s.device_note()) << "\n";
   for (const auto& d : s.devices()) std::cout << "  " << d.name() << "  [" << d.state() << "]\n";
-  std::cout << "queue:     " << s.queued_jobs() << " queued, " << s.running_jobs()
-            << " running\n";
+  std::cout << "queue:     " << s.queued_jobs() << " queued, " << s.running_jobs() << " running\n";
   std::cout << "candidates:";
   for (const auto& [k, v] : s.candidates_by_state()) std::cout << " " << k << "=" << v;
   std::cout << "\ncontracts:\n";
   for (const auto& c : s.contracts())
-    std::cout << "  " << c.contract_id() << "  " << c.name() << "  incumbent: "
-              << (c.incumbent().empty() ? "(none)" : c.incumbent()) << "\n";
+    std::cout << "  " << c.contract_id() << "  " << c.name()
+              << "  incumbent: " << (c.incumbent().empty() ? "(none)" : c.incumbent()) << "\n";
   std::cout << "recent failures:" << (s.recent_failures().empty() ? " none" : "") << "\n";
   for (const auto& f : s.recent_failures())
     std::cout << "  job " << f.job_id() << " (" << f.kind() << ", " << f.candidate_id()
@@ -126,7 +124,8 @@ std::string Verdicts(const ev::Candidate& c) {
 void PrintCandidates(const svc::ListCandidatesReply& r) {
   std::printf("%-14s %-18s %-10s %-10s %s\n", "ID", "STATE", "VALID", "TIMING", "NOTE");
   for (const auto& c : r.candidates()) {
-    const std::string valid = c.has_validation() ? (c.validation().passed() ? "pass" : "FAIL") : "-";
+    const std::string valid =
+        c.has_validation() ? (c.validation().passed() ? "pass" : "FAIL") : "-";
     std::string note = c.status_note();
     if (note.size() > 90) note = note.substr(0, 87) + "...";
     std::printf("%-14s %-18s %-10s %-10s %s\n", c.id().c_str(),
@@ -142,9 +141,9 @@ void PrintCandidate(const ev::Candidate& c) {
             << "\nnote      " << c.status_note() << "\n";
   if (c.has_hypothesis())
     std::cout << "hypothesis: " << c.hypothesis().expected_effect()
-              << (c.hypothesis().falsification().empty() ? ""
-                                                         : " (falsified if: " +
-                                                               c.hypothesis().falsification() + ")")
+              << (c.hypothesis().falsification().empty()
+                      ? ""
+                      : " (falsified if: " + c.hypothesis().falsification() + ")")
               << "\n";
   for (const auto& d : c.diagnostics())
     std::cout << "  " << cake::report::Severity_Name(d.severity()) << " "
@@ -156,7 +155,8 @@ void PrintCandidate(const ev::Candidate& c) {
               << r.resources().registers() << " registers, " << r.resources().spill_store_bytes()
               << " B spills\n  witness: " << r.witness() << "\n";
     for (const auto& f : r.selected_forms())
-      std::cout << "  " << f.op_id() << ": " << f.expected_sass() << " x" << f.observed_count() << "\n";
+      std::cout << "  " << f.op_id() << ": " << f.expected_sass() << " x" << f.observed_count()
+                << "\n";
   }
   if (c.has_validation()) {
     std::cout << "validation " << (c.validation().passed() ? "PASS" : "FAIL") << " on "
@@ -203,9 +203,11 @@ int main(int argc, char** argv) {
   contract->require_subcommand(1);
   std::string contract_file, baseline_file, contract_id, schedule_file, hypothesis_file, key,
       candidate_id;
-  auto* ccreate = contract->add_subcommand("create", "Create a contract from a text proto (operator)");
+  auto* ccreate =
+      contract->add_subcommand("create", "Create a contract from a text proto (operator)");
   ccreate->add_option("FILE", contract_file, "cake.contract.Contract in text format")->required();
-  ccreate->add_option("--baseline", baseline_file, "Baseline schedule file (fills baseline_schedule)");
+  ccreate->add_option("--baseline", baseline_file,
+                      "Baseline schedule file (fills baseline_schedule)");
   auto* cshow = contract->add_subcommand("show", "Show a contract");
   cshow->add_option("ID", contract_id)->required();
   auto* propose = app.add_subcommand("propose", "Propose a schedule for a contract");
@@ -217,7 +219,8 @@ int main(int argc, char** argv) {
   candidates->add_option("--contract", contract_id, "Only this contract");
   auto* show = app.add_subcommand("show", "Show a candidate: receipt, diagnostics, evidence");
   show->add_option("ID", candidate_id)->required();
-  auto* measure = app.add_subcommand("measure", "Ask for a paired measurement against the incumbent");
+  auto* measure =
+      app.add_subcommand("measure", "Ask for a paired measurement against the incumbent");
   measure->add_option("ID", candidate_id)->required();
   auto* watch = app.add_subcommand("watch", "Stream events as NDJSON");
   int64_t after = 0;
@@ -253,13 +256,19 @@ int main(int argc, char** argv) {
     auto ctx = client.Ctx();
     grpc::Status s = client->Status(ctx.get(), {}, &r);
     if (!s.ok()) return ExitFor(s);
-    if (table) PrintStatus(r); else std::cout << Json(r);
+    if (table)
+      PrintStatus(r);
+    else
+      std::cout << Json(r);
     return kOk;
   }
   if (ccreate->parsed()) {
     bool ok = false;
     const std::string text = ReadFile(contract_file, &ok);
-    if (!ok) { std::cerr << "cakectl: cannot read " << contract_file << "\n"; return kUsage; }
+    if (!ok) {
+      std::cerr << "cakectl: cannot read " << contract_file << "\n";
+      return kUsage;
+    }
     svc::CreateContractRequest req;
     if (!google::protobuf::TextFormat::ParseFromString(text, req.mutable_contract())) {
       std::cerr << "cakectl: " << contract_file << ": not a cake.contract.Contract text proto\n";
@@ -267,7 +276,10 @@ int main(int argc, char** argv) {
     }
     if (!baseline_file.empty()) {
       const std::string base = ReadFile(baseline_file, &ok);
-      if (!ok) { std::cerr << "cakectl: cannot read " << baseline_file << "\n"; return kUsage; }
+      if (!ok) {
+        std::cerr << "cakectl: cannot read " << baseline_file << "\n";
+        return kUsage;
+      }
       req.mutable_contract()->set_baseline_schedule(base);
     }
     svc::CreateContractReply r;
@@ -292,7 +304,8 @@ int main(int argc, char** argv) {
       std::string text;
       google::protobuf::TextFormat::PrintToString(r.contract(), &text);
       std::cout << "# contract " << r.contract_id() << "  incumbent "
-                << (r.incumbent().empty() ? "(none)" : r.incumbent()) << "\n" << text;
+                << (r.incumbent().empty() ? "(none)" : r.incumbent()) << "\n"
+                << text;
     } else {
       std::cout << Json(r);
     }
@@ -303,10 +316,12 @@ int main(int argc, char** argv) {
     svc::ProposeRequest req;
     req.set_contract_id(contract_id);
     req.set_schedule_text(ReadFile(schedule_file, &ok));
-    if (!ok) { std::cerr << "cakectl: cannot read " << schedule_file << "\n"; return kUsage; }
-    if (!hypothesis_file.empty() &&
-        !google::protobuf::TextFormat::ParseFromString(ReadFile(hypothesis_file, &ok),
-                                                       req.mutable_hypothesis())) {
+    if (!ok) {
+      std::cerr << "cakectl: cannot read " << schedule_file << "\n";
+      return kUsage;
+    }
+    if (!hypothesis_file.empty() && !google::protobuf::TextFormat::ParseFromString(
+                                        ReadFile(hypothesis_file, &ok), req.mutable_hypothesis())) {
       std::cerr << "cakectl: " << hypothesis_file << ": not a cake.evidence.Hypothesis\n";
       return kUsage;
     }
@@ -315,8 +330,10 @@ int main(int argc, char** argv) {
     auto ctx = client.Ctx();
     grpc::Status s = client->Propose(ctx.get(), req, &r);
     if (!s.ok()) return ExitFor(s);
-    if (table) std::cout << r.candidate_id() << (r.duplicate() ? " (duplicate)" : "") << "\n";
-    else std::cout << Json(r);
+    if (table)
+      std::cout << r.candidate_id() << (r.duplicate() ? " (duplicate)" : "") << "\n";
+    else
+      std::cout << Json(r);
     return kOk;
   }
   if (candidates->parsed()) {
@@ -326,7 +343,10 @@ int main(int argc, char** argv) {
     auto ctx = client.Ctx();
     grpc::Status s = client->ListCandidates(ctx.get(), req, &r);
     if (!s.ok()) return ExitFor(s);
-    if (table) PrintCandidates(r); else std::cout << Json(r);
+    if (table)
+      PrintCandidates(r);
+    else
+      std::cout << Json(r);
     return kOk;
   }
   if (show->parsed()) {
@@ -336,7 +356,10 @@ int main(int argc, char** argv) {
     auto ctx = client.Ctx();
     grpc::Status s = client->GetCandidate(ctx.get(), req, &r);
     if (!s.ok()) return ExitFor(s);
-    if (table) PrintCandidate(r); else std::cout << Json(r);
+    if (table)
+      PrintCandidate(r);
+    else
+      std::cout << Json(r);
     return kOk;
   }
   if (measure->parsed()) {
@@ -398,7 +421,10 @@ int main(int argc, char** argv) {
       for (const auto& e : events.events()) {
         seen = e.id();
         if (e.job_id() != r.job_id()) continue;
-        if (e.kind() == "regress_ok") { std::cout << "no regression: " << e.message() << "\n"; return kOk; }
+        if (e.kind() == "regress_ok") {
+          std::cout << "no regression: " << e.message() << "\n";
+          return kOk;
+        }
         if (e.kind() == "regress_failed" || e.kind() == "job_failed") {
           std::cout << "REGRESSION: " << e.message() << "\n";
           return kRegression;

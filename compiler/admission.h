@@ -4,9 +4,9 @@
 // ptxas's verdict must equal the table's.
 #pragma once
 
-#include "absl/strings/string_view.h"
 #include <optional>
 #include <span>
+#include "absl/strings/string_view.h"
 
 #include <vector>
 
@@ -36,13 +36,13 @@ struct InstrDescriptor {
   absl::string_view key;       // stable name used in receipts and diagnostics
   absl::string_view ptx_form;  // the PTX opcode as emitted
   PtxVersion min_ptx;
-  uint32_t admitted_mask;     // bit (1 << ir::Arch) per admitting target
+  uint32_t admitted_mask;  // bit (1 << ir::Arch) per admitting target
   Participation participation;
   absl::string_view effects;
   // SASS opcode prefix the form must produce, on SM12x targets and on sm_90 respectively.
   absl::string_view sass_sm12x;
   absl::string_view sass_sm90;
-  bool datacenter_only;       // tcgen05 / TMEM / WGMMA / two-CTA: rejected at construction
+  bool datacenter_only;  // tcgen05 / TMEM / WGMMA / two-CTA: rejected at construction
   std::optional<MmaSignature> mma;
   // PTX statements that exercise exactly this form, for the ptxas cross-check. Registers r1..r15
   // (.b32), f0..f15 (.f32), rd0..rd3 (.b64), q0/q1 (.pred) and r0 = address of 4 KiB of shared

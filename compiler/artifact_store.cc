@@ -82,8 +82,9 @@ absl::Status ArtifactStore::Commit(const std::string& key,
   fs::create_directories(final_dir.parent_path(), ec);
   fs::remove_all(final_dir, ec);  // a corrupt entry is replaced whole
   fs::rename(tmp, final_dir, ec);
-  if (ec) return absl::InternalError(absl::StrCat("cannot publish ", final_dir.string(), ": ",
-                                                  ec.message()));
+  if (ec)
+    return absl::InternalError(
+        absl::StrCat("cannot publish ", final_dir.string(), ": ", ec.message()));
   return absl::OkStatus();
 }
 

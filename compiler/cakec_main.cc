@@ -33,15 +33,14 @@ std::vector<std::string> FileLines(const std::string& path) {
 // Ninja/clang style: FILE:LINE:COL: severity: CODE: message, the source line and a caret.
 void PrintDiagnostic(const report::Diagnostic& d, const std::vector<std::string>& lines) {
   const auto& s = d.span();
-  if (!s.file().empty())
-    std::cerr << s.file() << ":" << s.line() << ":" << s.column() << ": ";
+  if (!s.file().empty()) std::cerr << s.file() << ":" << s.line() << ":" << s.column() << ": ";
   std::cerr << cc::SeverityName(d.severity()) << ": " << report::DiagId_Name(d.id()) << ": "
             << d.message();
   if (!d.op_id().empty()) std::cerr << " [op " << d.op_id() << "]";
   std::cerr << "\n";
   if (s.line() >= 1 && s.line() <= static_cast<int>(lines.size())) {
-    std::cerr << "  " << lines[s.line() - 1] << "\n  " << std::string(std::max(0, s.column() - 1), ' ')
-              << "^\n";
+    std::cerr << "  " << lines[s.line() - 1] << "\n  "
+              << std::string(std::max(0, s.column() - 1), ' ') << "^\n";
   }
   if (!d.resource().empty()) std::cerr << "  resource: " << d.resource() << "\n";
   if (!d.role().empty()) std::cerr << "  role: " << d.role() << "\n";
@@ -71,8 +70,7 @@ void PrintReport(const report::AnalysisReport& r, const std::string& file) {
   std::cout << "verdict  " << VerdictName(r.verdict()) << "\n";
   for (const report::PassResult& p : r.passes())
     std::cout << "  " << p.pass() << ": " << VerdictName(p.verdict()) << " ("
-              << p.conditions_checked() << " checked, " << p.conditions_unknown()
-              << " unknown)\n";
+              << p.conditions_checked() << " checked, " << p.conditions_unknown() << " unknown)\n";
   const auto& res = r.resources();
   std::cout << "resources: shared " << res.shared_bytes() << " / " << res.shared_limit_bytes()
             << " B, threads " << res.threads_per_cta() << ", registers/thread estimate "
@@ -102,8 +100,7 @@ void PrintReceipt(const report::LoweringReceipt& r) {
 }
 
 // Resolves --target, or the module's declared arch when --target is absent.
-bool ResolveTarget(const std::string& flag, const cc::ParsedModule& m,
-                   const cc::TargetInfo** out) {
+bool ResolveTarget(const std::string& flag, const cc::ParsedModule& m, const cc::TargetInfo** out) {
   if (flag.empty()) {
     const cc::TargetInfo* t = cc::FindTarget(m.module.target().arch());
     if (t == nullptr) {
@@ -140,7 +137,8 @@ int main(int argc, char** argv) {
   };
   CLI::App* analyze = app.add_subcommand("analyze", "Run the analysis passes and print the report");
   add_common(analyze, true);
-  CLI::App* emit = app.add_subcommand("emit", "Print the generated CUDA C++ for a verified schedule");
+  CLI::App* emit =
+      app.add_subcommand("emit", "Print the generated CUDA C++ for a verified schedule");
   add_common(emit, false);
   CLI::App* compile =
       app.add_subcommand("compile", "Compile with nvcc, inspect SASS, print the lowering receipt");

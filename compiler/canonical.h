@@ -10,9 +10,8 @@
 // serialization of the canonical module (fields in field-number order, no unknown fields).
 #pragma once
 
-#include "absl/strings/string_view.h"
 #include <string>
-
+#include "absl/strings/string_view.h"
 
 #include "cake/ir.pb.h"
 

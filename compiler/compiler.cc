@@ -63,11 +63,11 @@ absl::StatusOr<CompileResult> Compile(const ParsedModule& parsed, const TargetIn
 
   const std::vector<std::string> flags = CompileFlags(target);
   const std::string source_sha = Sha256Hex(src.text);
-  const std::string key = Sha256Hex(absl::StrCat(
-      "cake-artifact-v1\n", result.analysis.schedule_hash(), "\n", std::string(target.name), "\n",
-      parsed.module.target().ptx_version(), "\n", std::string(kWarpGemmLoweringVersion), "\n",
-      tc.nvcc, "\n", tc.nvcc_version, "\n", tc.ptxas_version, "\n", absl::StrJoin(flags, " "),
-      "\n", source_sha));
+  const std::string key = Sha256Hex(
+      absl::StrCat("cake-artifact-v1\n", result.analysis.schedule_hash(), "\n",
+                   std::string(target.name), "\n", parsed.module.target().ptx_version(), "\n",
+                   std::string(kWarpGemmLoweringVersion), "\n", tc.nvcc, "\n", tc.nvcc_version,
+                   "\n", tc.ptxas_version, "\n", absl::StrJoin(flags, " "), "\n", source_sha));
   ArtifactStore store(options.store_root.empty() ? DefaultStoreRoot() : options.store_root);
 
   if (auto hit = store.Lookup(key); hit.ok()) {
@@ -126,7 +126,8 @@ absl::StatusOr<CompileResult> Compile(const ParsedModule& parsed, const TargetIn
   if (auto usage = ParsePtxasReport(nv.log, src.kernel_symbol)) *r.mutable_resources() = *usage;
   r.mutable_resources()->set_shared_dynamic_bytes(src.dynamic_shared_bytes);
 
-  CAKE_ASSIGN_OR_RETURN(std::string sass, DumpSass(tc, (fs::path(scratch) / "kernel.cubin").string()));
+  CAKE_ASSIGN_OR_RETURN(std::string sass,
+                        DumpSass(tc, (fs::path(scratch) / "kernel.cubin").string()));
   files["kernel.sass"] = sass;
   const auto census = SassCensus(sass);
   for (const auto& [opcode, count] : census) {

@@ -3,8 +3,8 @@
 // sink per analysis run.
 #pragma once
 
-#include "absl/strings/string_view.h"
 #include <string>
+#include "absl/strings/string_view.h"
 
 #include <vector>
 

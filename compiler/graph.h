@@ -18,9 +18,9 @@ struct OpNode {
   const OpNode* parent = nullptr;
   int index_in_parent = 0;
   std::vector<const OpNode*> children;
-  std::string role;      // enclosing role_region, "" outside any
-  std::string produce;   // enclosing produce's pipeline, "" outside
-  std::string consume;   // enclosing consume's pipeline, "" outside
+  std::string role;     // enclosing role_region, "" outside any
+  std::string produce;  // enclosing produce's pipeline, "" outside
+  std::string consume;  // enclosing consume's pipeline, "" outside
   // The enclosing loop headers, outermost first, as "tile:WORK" / "k:SYMBOL:EXTENT".
   std::vector<std::string> loop_nest;
   // The weakest enclosing if_uniform's uniformity; UNIFORM_CTA outside any branch.
@@ -44,7 +44,7 @@ struct KernelGraph {
   std::map<std::string, const ir::SparseSelection*> selections;
   std::map<std::string, const OpNode*> values;  // SSA result -> defining op
   std::map<std::string, const OpNode*> ops_by_id;
-  std::vector<std::unique_ptr<OpNode>> nodes;    // preorder
+  std::vector<std::unique_ptr<OpNode>> nodes;  // preorder
   std::vector<const OpNode*> roots;
 
   // Path of a declaration, e.g. DeclPath("buffers", "a_ring") -> "kernels[0].buffers[2]".

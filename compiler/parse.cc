@@ -35,7 +35,11 @@ bool IsValidUtf8(const std::string& s) {
   size_t i = 0;
   while (i < s.size()) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    size_t len = c < 0x80           ? 1
+                 : (c >> 5) == 0x6  ? 2
+                 : (c >> 4) == 0xe  ? 3
+                 : (c >> 3) == 0x1e ? 4
+                                    : 0;
     if (len == 0 || i + len > s.size()) return false;
     for (size_t j = 1; j < len; ++j)
       if ((static_cast<unsigned char>(s[i + j]) & 0xc0) != 0x80) return false;
@@ -107,7 +111,8 @@ absl::StatusOr<ParsedModule> ParseModuleText(absl::string_view text, absl::strin
   parser.WriteLocationsTo(&tree);
   if (!parser.ParseFromString(std::string(text), &parsed.module)) {
     if (errors.errors().empty())
-      return absl::InvalidArgumentError(absl::StrCat(std::string(file), ":1:1: malformed schedule text"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(std::string(file), ":1:1: malformed schedule text"));
     return absl::InvalidArgumentError(absl::StrJoin(errors.errors(), "\n"));
   }
   std::vector<std::string> utf8_errors;

@@ -2,10 +2,9 @@
 // Pure functions; thread-compatible.
 #pragma once
 
-#include "absl/strings/string_view.h"
 #include <map>
 #include <string>
-
+#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
 #include "cake/ir.pb.h"

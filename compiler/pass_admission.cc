@@ -23,8 +23,9 @@ void Admit(const PassContext& ctx, const InstrDescriptor& d, const std::string& 
         .Resource(std::string(d.key))
         .Condition(absl::StrCat(d.ptx_form, " is admitted on ", ctx.target->name))
         .Evidence(absl::StrCat("admitted targets: ", admitted.empty() ? "none" : admitted))
-        .Repair("select an instruction form admitted by this target, or compile for a target "
-                "that admits this one")
+        .Repair(
+            "select an instruction form admitted by this target, or compile for a target "
+            "that admits this one")
         .Message(absl::StrCat("'", d.key, "' is not admitted on ", ctx.target->name));
     return;
   }
@@ -47,8 +48,8 @@ void RunAdmissionPass(const PassContext& ctx, DiagnosticSink& sink, CheckCounter
   if (ctx.ptx_known && ctx.ptx < ctx.target->min_ptx)
     sink.Error(report::DIAG_PTX_VERSION_TOO_OLD)
         .Path("target.ptx_version")
-        .Condition(absl::StrCat(ctx.target->name, " needs ptx_version >= ",
-                                ctx.target->min_ptx.ToString()))
+        .Condition(absl::StrCat(ctx.target->name,
+                                " needs ptx_version >= ", ctx.target->min_ptx.ToString()))
         .Evidence(absl::StrCat("declared ptx_version = ", ctx.ptx.ToString()))
         .Repair(absl::StrCat("target { ptx_version: \"", ctx.target->min_ptx.ToString(), "\" }"))
         .Message(absl::StrCat("PTX ISA ", ctx.ptx.ToString(), " predates ", ctx.target->name));
@@ -83,8 +84,9 @@ void RunAdmissionPass(const PassContext& ctx, DiagnosticSink& sink, CheckCounter
             .Condition(shape_known ? "the operand/accumulator types form a warp MMA of this shape"
                                    : "the shape is a warp MMA shape of the descriptor table")
             .Evidence(sig)
-            .Repair("BF16/F16 use M16N8K16 with an F32 accumulator; FP8 uses M16N8K32; NVFP4 "
-                    "uses M16N8K64 with UE4M3 scales")
+            .Repair(
+                "BF16/F16 use M16N8K16 with an F32 accumulator; FP8 uses M16N8K32; NVFP4 "
+                "uses M16N8K64 with UE4M3 scales")
             .Message(absl::StrCat("no warp MMA form for ", sig));
         continue;
       }
@@ -94,8 +96,8 @@ void RunAdmissionPass(const PassContext& ctx, DiagnosticSink& sink, CheckCounter
         sink.Error(report::DIAG_SCALE_GROUPING_MISMATCH)
             .Path(path)
             .Resource(instr.name())
-            .Condition(absl::StrCat("block-scale group_size == ", d->mma->scale_group, " for ",
-                                    d->key))
+            .Condition(
+                absl::StrCat("block-scale group_size == ", d->mma->scale_group, " for ", d->key))
             .Evidence(absl::StrCat("group_size = ", instr.block_scale().group_size()))
             .Message("block-scale grouping does not match the instruction's scale vector");
       Admit(ctx, *d, "", path, sink, checks);

@@ -76,7 +76,8 @@ void CheckAccumulatorTiling(const KernelGraph& g, DiagnosticSink& sink, CheckCou
       sink.Error(report::DIAG_TILE_NOT_DIVISIBLE)
           .Path(path)
           .Resource(acc.name())
-          .Condition(absl::StrCat("tile rows % (warp rows x ", m, ") == 0 and tile cols % (warp "
+          .Condition(absl::StrCat("tile rows % (warp rows x ", m,
+                                  ") == 0 and tile cols % (warp "
                                   "cols x ",
                                   nn, ") == 0"))
           .Evidence(absl::StrCat("tile ", rows, "x", cols, ", warp grid ", wr, "x", wc,
@@ -112,8 +113,8 @@ void CheckCopy(const KernelGraph& g, const OpNode& n, DiagnosticSink& sink, Chec
         .Op(n.op->id())
         .Path(n.path)
         .Resource(src.name())
-        .Condition(absl::StrCat("base alignment of '", src.name(), "' >= ", c.vector_bytes(),
-                                " bytes"))
+        .Condition(
+            absl::StrCat("base alignment of '", src.name(), "' >= ", c.vector_bytes(), " bytes"))
         .Evidence(absl::StrCat("declared alignment_bytes = ", src.alignment_bytes()))
         .Repair("declare (and guarantee) a larger alignment, or use a narrower vector")
         .Message("vector copy from an insufficiently aligned tensor");
@@ -181,8 +182,7 @@ void CheckCopy(const KernelGraph& g, const OpNode& n, DiagnosticSink& sink, Chec
   }
 }
 
-void CheckStore(const KernelGraph& g, const OpNode& n, DiagnosticSink& sink,
-                CheckCounter& checks) {
+void CheckStore(const KernelGraph& g, const OpNode& n, DiagnosticSink& sink, CheckCounter& checks) {
   const ir::StoreAccumulator& st = n.op->store_accumulator();
   auto ti = g.tensors.find(st.dst());
   auto ai = g.accumulators.find(st.acc());
@@ -208,8 +208,8 @@ void CheckStore(const KernelGraph& g, const OpNode& n, DiagnosticSink& sink,
         .Path(n.path)
         .Resource(ai->second->name())
         .Condition("the accumulator covers exactly one output tile")
-        .Evidence(absl::StrCat("tile ", f.tiles->tile_m(), "x", f.tiles->tile_n(),
-                               ", accumulator ", rows, "x", cols))
+        .Evidence(absl::StrCat("tile ", f.tiles->tile_m(), "x", f.tiles->tile_n(), ", accumulator ",
+                               rows, "x", cols))
         .Message("accumulator and work tile shapes differ");
   if (st.mask() == ir::MASK_NONE && rows > 0 && cols > 0) {
     ++checks;
@@ -226,8 +226,7 @@ void CheckStore(const KernelGraph& g, const OpNode& n, DiagnosticSink& sink,
   }
 }
 
-void CheckKLoop(const KernelGraph& g, const OpNode& n, DiagnosticSink& sink,
-                CheckCounter& checks) {
+void CheckKLoop(const KernelGraph& g, const OpNode& n, DiagnosticSink& sink, CheckCounter& checks) {
   if (!n.op->has_mma()) return;
   auto ii = g.instrs.find(n.op->mma().instr());
   if (ii == g.instrs.end()) return;

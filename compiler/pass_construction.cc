@@ -344,8 +344,8 @@ void CheckShapes(const KernelGraph& g, DiagnosticSink& sink, CheckCounter& check
           .Path(path)
           .Resource(a.name())
           .Condition("an accumulator belongs to a declared role")
-          .Message(absl::StrCat("accumulator '", a.name(), "' has undeclared owner '", a.owner(),
-                                "'"));
+          .Message(
+              absl::StrCat("accumulator '", a.name(), "' has undeclared owner '", a.owner(), "'"));
     ++checks;
     if (!g.instrs.count(a.mma()))
       sink.Error(report::DIAG_UNDEFINED_REFERENCE)
@@ -450,8 +450,8 @@ void RunConstructionPass(const PassContext& ctx, DiagnosticSink& sink, CheckCoun
             .Op(op.id())
             .Path(n.path)
             .Condition("only structured operations own a body")
-            .Message(absl::StrCat("operation '", op.id(), "' (", OpKind(op),
-                                  ") cannot have a body"));
+            .Message(
+                absl::StrCat("operation '", op.id(), "' (", OpKind(op), ") cannot have a body"));
       ++checks;
       if (op.has_release() && n.consume != op.release().pipeline())
         sink.Error(report::DIAG_MISPLACED_OP)

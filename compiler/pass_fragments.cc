@@ -76,10 +76,10 @@ void CheckMatrixLoad(const KernelGraph& g, const OpNode& n, DiagnosticSink& sink
         .Op(n.op->id())
         .Path(n.path)
         .Resource(buf.name())
-        .Condition(absl::StrCat(ir::MatrixLoadForm_Name(ml.form()), " reads ",
-                                b16_form ? 16 : 8, "-bit elements"))
-        .Evidence(absl::StrCat("buffer '", buf.name(), "' holds ", bits, "-bit ",
-                               DTypeName(buf.dtype())))
+        .Condition(absl::StrCat(ir::MatrixLoadForm_Name(ml.form()), " reads ", b16_form ? 16 : 8,
+                                "-bit elements"))
+        .Evidence(
+            absl::StrCat("buffer '", buf.name(), "' holds ", bits, "-bit ", DTypeName(buf.dtype())))
         .Message("matrix load form does not match the element width");
     return;
   }
@@ -94,8 +94,8 @@ void CheckMatrixLoad(const KernelGraph& g, const OpNode& n, DiagnosticSink& sink
         .Resource(buf.name())
         .Condition(trans ? "LDMATRIX_X4_TRANS reads an MN-major (COL_MAJOR) tile"
                          : "non-transposing ldmatrix reads a K-major (row-major or swizzled) tile")
-        .Evidence(absl::StrCat("buffer '", buf.name(), "' is ",
-                               ir::Representation::Kind_Name(kind)))
+        .Evidence(
+            absl::StrCat("buffer '", buf.name(), "' is ", ir::Representation::Kind_Name(kind)))
         .Repair(trans ? "store the tile COL_MAJOR" : "use LDMATRIX_X4_TRANS or store it row-major")
         .Message("matrix load form cannot read this representation without a repack");
     return;
@@ -198,8 +198,7 @@ void CheckMma(const KernelGraph& g, const OpNode& n, DiagnosticSink& sink, Check
     }
 }
 
-void CheckStore(const KernelGraph& g, const OpNode& n, DiagnosticSink& sink,
-                CheckCounter& checks) {
+void CheckStore(const KernelGraph& g, const OpNode& n, DiagnosticSink& sink, CheckCounter& checks) {
   const ir::StoreAccumulator& st = n.op->store_accumulator();
   auto ti = g.tensors.find(st.dst());
   if (ti == g.tensors.end()) return;

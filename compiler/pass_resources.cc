@@ -71,18 +71,17 @@ void RunResourcePass(const PassContext& ctx, DiagnosticSink& sink, CheckCounter&
         if (largest == nullptr ||
             r.bytes_per_stage * r.stages > largest->bytes_per_stage * largest->stages)
           largest = &r;
-        absl::StrAppend(&breakdown, breakdown.empty() ? "" : "; ", r.name, " = ",
-                        r.bytes_per_stage, " B x ", r.stages, " stages");
+        absl::StrAppend(&breakdown, breakdown.empty() ? "" : "; ", r.name, " = ", r.bytes_per_stage,
+                        " B x ", r.stages, " stages");
       }
       auto d = sink.Error(report::DIAG_SHARED_BUDGET_EXCEEDED);
       d.Path(largest ? g.DeclPath("buffers", largest->name) : g.path)
           .Resource(largest ? largest->name : "shared memory")
           .Condition(absl::StrCat("shared bytes per block <= ", ctx.target->shared_per_block_optin,
                                   " (", ctx.target->name, " opt-in limit)"))
-          .Evidence(absl::StrCat(plan.total_bytes, " B needed: ", breakdown,
-                                 plan.barrier_bytes ? absl::StrCat("; barriers = ",
-                                                                   plan.barrier_bytes, " B")
-                                                    : ""))
+          .Evidence(absl::StrCat(
+              plan.total_bytes, " B needed: ", breakdown,
+              plan.barrier_bytes ? absl::StrCat("; barriers = ", plan.barrier_bytes, " B") : ""))
           .Repair("fewer stages, a smaller k-tile or CTA tile, or less padding")
           .Message(absl::StrCat("shared memory ", plan.total_bytes, " B exceeds ",
                                 ctx.target->shared_per_block_optin, " B; largest buffer '",
@@ -104,12 +103,13 @@ void RunResourcePass(const PassContext& ctx, DiagnosticSink& sink, CheckCounter&
       sink.Error(report::DIAG_REGISTER_BUDGET_EXCEEDED)
           .Path(g.path)
           .Resource("registers")
-          .Condition(absl::StrCat("estimated registers/thread <= ",
-                                  ctx.target->max_registers_per_thread,
-                                  " and x threads <= ", ctx.target->registers_per_sm))
-          .Evidence(absl::StrCat("estimate ", regs, " registers/thread (accumulators + one "
-                                 "k-step of fragments + ", kAddressAndLoopRegisters,
-                                 ") x ", threads, " threads"))
+          .Condition(
+              absl::StrCat("estimated registers/thread <= ", ctx.target->max_registers_per_thread,
+                           " and x threads <= ", ctx.target->registers_per_sm))
+          .Evidence(absl::StrCat("estimate ", regs,
+                                 " registers/thread (accumulators + one "
+                                 "k-step of fragments + ",
+                                 kAddressAndLoopRegisters, ") x ", threads, " threads"))
           .Repair("a smaller warp tile (more warps or a smaller CTA tile)")
           .Message("accumulator tile cannot live in registers");
     } else if (regs > 168) {

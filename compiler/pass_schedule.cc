@@ -82,8 +82,8 @@ void CheckRoles(const KernelGraph& g, DiagnosticSink& sink, CheckCounter& checks
             .Path(path)
             .Role(r.name())
             .Condition("roles partition the CTA's warps")
-            .Evidence(absl::StrCat("warp ", w, " belongs to '", it->second, "' and '", r.name(),
-                                   "'"))
+            .Evidence(
+                absl::StrCat("warp ", w, " belongs to '", it->second, "' and '", r.name(), "'"))
             .Message(absl::StrCat("warp ", w, " is in two roles"));
     }
     ++checks;
@@ -178,8 +178,8 @@ void CheckPipelines(const KernelGraph& g, DiagnosticSink& sink, CheckCounter& ch
             .Path(n->path)
             .Resource(p.name())
             .Role(n->role)
-            .Condition(absl::StrCat("produce runs in a producer role of '", p.name(), "': ",
-                                    absl::StrJoin(p.producers(), ", ")))
+            .Condition(absl::StrCat("produce runs in a producer role of '", p.name(),
+                                    "': ", absl::StrJoin(p.producers(), ", ")))
             .Message(absl::StrCat("role '", n->role, "' does not produce '", p.name(), "'"));
     }
     for (const OpNode* n : cons) {
@@ -190,8 +190,8 @@ void CheckPipelines(const KernelGraph& g, DiagnosticSink& sink, CheckCounter& ch
             .Path(n->path)
             .Resource(p.name())
             .Role(n->role)
-            .Condition(absl::StrCat("consume runs in a consumer role of '", p.name(), "': ",
-                                    absl::StrJoin(p.consumers(), ", ")))
+            .Condition(absl::StrCat("consume runs in a consumer role of '", p.name(),
+                                    "': ", absl::StrJoin(p.consumers(), ", ")))
             .Message(absl::StrCat("role '", n->role, "' does not consume '", p.name(), "'"));
       // Generation ownership: the release comes after the final read of the stage's storage.
       int release_at = -1;

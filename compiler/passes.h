@@ -18,9 +18,9 @@ namespace cake::compiler {
 struct PassContext {
   const ir::Module* module = nullptr;
   const TargetInfo* target = nullptr;
-  PtxVersion ptx;                          // declared by the module (valid only if ptx_known)
+  PtxVersion ptx;  // declared by the module (valid only if ptx_known)
   bool ptx_known = false;
-  std::optional<PtxVersion> toolchain_ptx; // what the pinned nvcc emits, when known
+  std::optional<PtxVersion> toolchain_ptx;  // what the pinned nvcc emits, when known
   std::vector<std::unique_ptr<KernelGraph>> graphs;
 };
 

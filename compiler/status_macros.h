@@ -8,10 +8,10 @@
 #define CAKE_CONCAT_INNER_(a, b) a##b
 #define CAKE_CONCAT_(a, b) CAKE_CONCAT_INNER_(a, b)
 
-#define CAKE_RETURN_IF_ERROR(expr)                  \
-  do {                                              \
-    const ::absl::Status cake_status_ = (expr);     \
-    if (!cake_status_.ok()) return cake_status_;    \
+#define CAKE_RETURN_IF_ERROR(expr)               \
+  do {                                           \
+    const ::absl::Status cake_status_ = (expr);  \
+    if (!cake_status_.ok()) return cake_status_; \
   } while (0)
 
 #define CAKE_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \

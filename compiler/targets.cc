@@ -18,14 +18,20 @@ constexpr std::array<TargetInfo, 4> kTargets = {{
     {ir::SM_120A, "sm_120a", "compute_120a", {8, 7}, 101376, 65536, 255, 1024, kNoSm120Witness},
     {ir::SM_121A, "sm_121a", "compute_121a", {8, 8}, 101376, 65536, 255, 1024, kNoSm120Witness},
     {ir::SM_120F, "sm_120f", "compute_120f", {8, 8}, 101376, 65536, 255, 1024, kNoSm120Witness},
-    {ir::SM_90, "sm_90", "compute_90", {7, 8}, 232448, 65536, 255, 1024,
+    {ir::SM_90,
+     "sm_90",
+     "compute_90",
+     {7, 8},
+     232448,
+     65536,
+     255,
+     1024,
      "Hopper witness: executable on an H200 (sm_90); not an SM120 execution witness"},
 }};
 
-constexpr std::array<PtxVersion, 20> kPtxVersions = {{{6, 0}, {6, 1}, {6, 2}, {6, 3}, {6, 4},
-                                                      {6, 5}, {7, 0}, {7, 1}, {7, 2}, {7, 3},
-                                                      {7, 4}, {7, 5}, {7, 6}, {7, 7}, {7, 8},
-                                                      {8, 0}, {8, 1}, {8, 2}, {8, 3}, {8, 4}}};
+constexpr std::array<PtxVersion, 20> kPtxVersions = {
+    {{6, 0}, {6, 1}, {6, 2}, {6, 3}, {6, 4}, {6, 5}, {7, 0}, {7, 1}, {7, 2}, {7, 3},
+     {7, 4}, {7, 5}, {7, 6}, {7, 7}, {7, 8}, {8, 0}, {8, 1}, {8, 2}, {8, 3}, {8, 4}}};
 constexpr std::array<PtxVersion, 6> kPtxVersionsLate = {
     {{8, 5}, {8, 6}, {8, 7}, {8, 8}, {9, 0}, {9, 1}}};
 

@@ -2,11 +2,10 @@
 // and resource analysis read it; nothing derives support from compute-capability ordering.
 #pragma once
 
-#include "absl/strings/string_view.h"
 #include <optional>
 #include <span>
 #include <string>
-
+#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
 #include "cake/ir.pb.h"
@@ -30,8 +29,8 @@ struct TargetInfo {
   ir::Arch arch;
   absl::string_view name;          // "sm_120f": the -arch / .target spelling
   absl::string_view virtual_arch;  // "compute_120f": the -gencode arch= spelling
-  PtxVersion min_ptx;             // oldest PTX ISA that knows this target
-  int64_t shared_per_block_optin; // bytes, dynamic shared opt-in limit per block
+  PtxVersion min_ptx;              // oldest PTX ISA that knows this target
+  int64_t shared_per_block_optin;  // bytes, dynamic shared opt-in limit per block
   int64_t registers_per_sm;
   int max_registers_per_thread;
   int max_threads_per_cta;

@@ -113,15 +113,12 @@ absl::StatusOr<Toolchain> DetectToolchain() {
 }
 
 std::vector<std::string> CompileFlags(const TargetInfo& target) {
-  return {"-cubin",
-          "-O3",
-          "-std=c++17",
-          // No -lineinfo: it embeds the build directory, and identical inputs must give
-          // byte-identical cubins.
-          "-Xptxas",
-          "-v",
-          "-gencode",
-          absl::StrCat("arch=", std::string(target.virtual_arch), ",code=", std::string(target.name))};
+  return {
+      "-cubin", "-O3", "-std=c++17",
+      // No -lineinfo: it embeds the build directory, and identical inputs must give
+      // byte-identical cubins.
+      "-Xptxas", "-v", "-gencode",
+      absl::StrCat("arch=", std::string(target.virtual_arch), ",code=", std::string(target.name))};
 }
 
 absl::StatusOr<NvccOutput> RunNvcc(const Toolchain& tc, const TargetInfo& target,
@@ -165,7 +162,8 @@ std::optional<report::ResourceUsage> ParsePtxasReport(absl::string_view log,
   const size_t at = text.find("Compiling entry function '" + name + "'");
   if (at == std::string::npos) return std::nullopt;
   const size_t next = text.find("Compiling entry function", at + 1);
-  const std::string section = text.substr(at, next == std::string::npos ? std::string::npos : next - at);
+  const std::string section =
+      text.substr(at, next == std::string::npos ? std::string::npos : next - at);
   report::ResourceUsage u;
   std::smatch m;
   static const std::regex kRegs(R"(Used (\d+) registers)");
@@ -206,8 +204,8 @@ absl::StatusOr<std::string> DumpSass(const Toolchain& tc, const std::string& cub
   auto run = base::RunSubprocess({tc.cuobjdump, "-sass", cubin_path});
   if (!run.ok()) return run.status();
   if (!run->ok())
-    return absl::InternalError(absl::StrCat("cuobjdump -sass failed (", run->Describe(), "): ",
-                                            LastLine(run->stderr_bytes)));
+    return absl::InternalError(absl::StrCat("cuobjdump -sass failed (", run->Describe(),
+                                            "): ", LastLine(run->stderr_bytes)));
   return run->stdout_bytes;
 }
 

@@ -16,7 +16,7 @@ namespace cake::compiler {
 
 struct Toolchain {
   std::string nvcc;
-  std::string nvcc_version;   // "release 13.0, V13.0.88"
+  std::string nvcc_version;  // "release 13.0, V13.0.88"
   std::string ptxas_version;
   int cuda_major = 0, cuda_minor = 0;
   std::optional<PtxVersion> ptx;  // the PTX ISA version this nvcc emits

@@ -159,8 +159,9 @@ absl::StatusOr<WarpGemmPlan> PlanWarpGemm(const ir::Module& module, const Kernel
   if (C.dtype() != ir::BF16 && C.dtype() != ir::F32) return Unsupported("C must be BF16 or F32");
   p.out_dtype = C.dtype();
   for (const ir::TensorParam* t : {&A, &B, &C})
-    if (t->shape().dims_size() != 2 || (t->representation().kind() != ir::Representation::ROW_MAJOR &&
-                                        t->representation().kind() != ir::Representation::KIND_UNSPECIFIED))
+    if (t->shape().dims_size() != 2 ||
+        (t->representation().kind() != ir::Representation::ROW_MAJOR &&
+         t->representation().kind() != ir::Representation::KIND_UNSPECIFIED))
       return Unsupported("tensors must be 2-D row-major");
   if (!SymbolIs(A.shape().dims(0), &p.m) || !SymbolIs(A.shape().dims(1), &p.k) ||
       !SymbolIs(B.shape().dims(0), &p.n) || !SymbolIs(B.shape().dims(1), &p.k) ||
@@ -176,8 +177,8 @@ absl::StatusOr<WarpGemmPlan> PlanWarpGemm(const ir::Module& module, const Kernel
     if (b.dtype() != ir::BF16 || b.shape().dims_size() != 2 ||
         ConstDim(b.shape().dims(0)).value_or(0) != rows ||
         ConstDim(b.shape().dims(1)).value_or(0) != p.tile_k)
-      return Unsupported(absl::StrCat("stage buffer '", b.name(), "' must be BF16 [", rows, ", ",
-                                      p.tile_k, "]"));
+      return Unsupported(
+          absl::StrCat("stage buffer '", b.name(), "' must be BF16 [", rows, ", ", p.tile_k, "]"));
     *kind = b.representation().kind();
     *pad = b.representation().padding_elements();
     if (*kind == ir::Representation::ROW_MAJOR) {

@@ -4,8 +4,8 @@
 // analysis), never approximated. Pure; thread-compatible.
 #pragma once
 
-#include "absl/strings/string_view.h"
 #include <string>
+#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
 #include "cake/ir.pb.h"
@@ -19,8 +19,8 @@ inline constexpr absl::string_view kWarpGemmLoweringVersion = "warp_gemm/1";
 
 struct WarpGemmPlan {
   std::string kernel_name;
-  std::string a, b, c;           // tensor params
-  std::string m, n, k;           // scalar params
+  std::string a, b, c;  // tensor params
+  std::string m, n, k;  // scalar params
   ir::DType out_dtype = ir::BF16;
   int tile_m = 0, tile_n = 0, tile_k = 0;
   int warps_m = 0, warps_n = 0;
@@ -29,9 +29,9 @@ struct WarpGemmPlan {
   ir::Representation::Kind a_repr = ir::Representation::ROW_MAJOR;
   ir::Representation::Kind b_repr = ir::Representation::ROW_MAJOR;
   int a_padding = 0, b_padding = 0;
-  bool b_load_x4 = true;         // LDMATRIX_X4 (pairs of n8 tiles) vs LDMATRIX_X2
-  bool mask_mk = true;           // zero-fill A/B tails
-  bool mask_store = true;        // bounds-checked output stores
+  bool b_load_x4 = true;   // LDMATRIX_X4 (pairs of n8 tiles) vs LDMATRIX_X2
+  bool mask_mk = true;     // zero-fill A/B tails
+  bool mask_store = true;  // bounds-checked output stores
   SharedPlan shared;
   int64_t a_offset = 0, b_offset = 0;
   int64_t a_stage_bytes = 0, b_stage_bytes = 0;

@@ -26,9 +26,9 @@ absl::Status CudaDriver::Check(CUresult r, const char* what) const {
 absl::StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Load() {
   const char* path = std::getenv("CAKE_LIBCUDA");
   void* h = dlopen(path ? path : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (h == nullptr)
-    return absl::UnavailableError(absl::StrCat("no CUDA driver: ", dlerror()));
-  using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+  if (h == nullptr) return absl::UnavailableError(absl::StrCat("no CUDA driver: ", dlerror()));
+  using GetProc =
+      CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
   auto get_proc = reinterpret_cast<GetProc>(dlsym(h, "cuGetProcAddress_v2"));
   if (get_proc == nullptr) {
     dlclose(h);
@@ -91,7 +91,7 @@ absl::StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Load() {
 }
 
 absl::StatusOr<std::unique_ptr<ScopedContext>> ScopedContext::Open(const CudaDriver& d,
-                                                                    int ordinal) {
+                                                                   int ordinal) {
   std::unique_ptr<ScopedContext> c(new ScopedContext(d));
   absl::Status s = d.Check(d.DeviceGet(&c->device_, ordinal), "cuDeviceGet");
   if (!s.ok()) return s;

@@ -15,7 +15,8 @@ void PutLength(std::string* out, uint32_t n) {
 
 uint32_t GetLength(const char* p) {
   uint32_t n = 0;
-  for (int i = 0; i < 4; ++i) n |= static_cast<uint32_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  for (int i = 0; i < 4; ++i)
+    n |= static_cast<uint32_t>(static_cast<unsigned char>(p[i])) << (8 * i);
   return n;
 }
 

@@ -52,8 +52,8 @@ GemmKernel::~GemmKernel() {
   if (module_ != nullptr) d_.ModuleUnload(module_);
 }
 
-absl::Status GemmKernel::Launch(CUstream stream, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c,
-                                int m, int n, int k) const {
+absl::Status GemmKernel::Launch(CUstream stream, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, int m,
+                                int n, int k) const {
   void* args[] = {&a, &b, &c, &m, &n, &k};
   const unsigned gx = static_cast<unsigned>((n + tile_n_ - 1) / tile_n_);
   const unsigned gy = static_cast<unsigned>((m + tile_m_ - 1) / tile_m_);

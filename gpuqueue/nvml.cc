@@ -61,21 +61,22 @@ absl::StatusOr<std::set<unsigned>> Nvml::ComputeProcesses(unsigned index) const 
   auto task = promise->get_future();
   std::thread([=]() {
     promise->set_value([&]() -> absl::StatusOr<std::set<unsigned>> {
-    nvmlDevice_t dev = nullptr;
-    if (get_handle(index, &dev) != kNvmlSuccess)
-      return absl::UnavailableError("nvmlDeviceGetHandleByIndex failed");
-    std::vector<nvmlProcessInfo_t> procs(64);
-    unsigned count = static_cast<unsigned>(procs.size());
-    nvmlReturn_t r = get_procs(dev, &count, procs.data());
-    if (r == kNvmlInsufficientSize) {
-      procs.resize(count + 16);
-      count = static_cast<unsigned>(procs.size());
-      r = get_procs(dev, &count, procs.data());
-    }
-    if (r != kNvmlSuccess) return absl::UnavailableError("nvmlDeviceGetComputeRunningProcesses failed");
-    std::set<unsigned> pids;
-    for (unsigned i = 0; i < count; ++i) pids.insert(procs[i].pid);
-    return pids;
+      nvmlDevice_t dev = nullptr;
+      if (get_handle(index, &dev) != kNvmlSuccess)
+        return absl::UnavailableError("nvmlDeviceGetHandleByIndex failed");
+      std::vector<nvmlProcessInfo_t> procs(64);
+      unsigned count = static_cast<unsigned>(procs.size());
+      nvmlReturn_t r = get_procs(dev, &count, procs.data());
+      if (r == kNvmlInsufficientSize) {
+        procs.resize(count + 16);
+        count = static_cast<unsigned>(procs.size());
+        r = get_procs(dev, &count, procs.data());
+      }
+      if (r != kNvmlSuccess)
+        return absl::UnavailableError("nvmlDeviceGetComputeRunningProcesses failed");
+      std::set<unsigned> pids;
+      for (unsigned i = 0; i < count; ++i) pids.insert(procs[i].pid);
+      return pids;
     }());
   }).detach();
   if (task.wait_for(std::chrono::seconds(5)) != std::future_status::ready)

@@ -25,8 +25,8 @@ evidence::TimingVerdict RowVerdict(const RatioSummary& s, double practical_floor
 void JudgeRow(evidence::RowTiming* row, double practical_floor);
 
 // Overall verdict over required rows: any required SLOWER beyond the allowed regression ->
-// SLOWER; else any required AMBIGUOUS (or no required row) -> AMBIGUOUS; all required FASTER -> FASTER; else TIE. Also
-// sets the descriptive weighted geometric mean and the worst row.
+// SLOWER; else any required AMBIGUOUS (or no required row) -> AMBIGUOUS; all required FASTER ->
+// FASTER; else TIE. Also sets the descriptive weighted geometric mean and the worst row.
 void JudgeMeasurement(evidence::Measurement* m, const contract::Contract& c);
 
 }  // namespace cake::gpuqueue

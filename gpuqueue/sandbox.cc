@@ -25,8 +25,8 @@ absl::StatusOr<worker::Reply> RunInWorker(const worker::Request& request,
     return absl::FailedPreconditionError(
         absl::StrCat("cannot start worker ", options.worker_path, ": ", run.status().message()));
   if (run->timed_out)
-    return absl::AbortedError(absl::StrCat("worker timed out after ",
-                                           options.timeout.count(), " ms; its process group was "
+    return absl::AbortedError(absl::StrCat("worker timed out after ", options.timeout.count(),
+                                           " ms; its process group was "
                                            "killed"));
   if (run->term_signal != 0)
     return absl::AbortedError(absl::StrCat("worker killed by signal ", run->term_signal,

@@ -15,7 +15,7 @@
 namespace cake::gpuqueue {
 
 struct SandboxOptions {
-  std::string worker_path;                 // cake-worker executable
+  std::string worker_path;  // cake-worker executable
   std::chrono::milliseconds timeout{600000};
   std::map<std::string, std::string> env;  // extra environment for the worker
   std::function<void(int pid)> on_start;

@@ -73,8 +73,8 @@ absl::StatusOr<Gpu> OpenGpu() {
 absl::StatusOr<std::unique_ptr<GemmKernel>> LoadKernel(const Gpu& g, const worker::KernelRef& ref) {
   const std::string cubin = ReadFile(fs::path(ref.receipt().artifact_dir()) / "kernel.cubin");
   if (cubin.empty() || compiler::Sha256Hex(cubin) != ref.receipt().cubin_sha256())
-    return absl::DataLossError(absl::StrCat("artifact of ", ref.candidate(),
-                                            " does not match its receipt's cubin hash"));
+    return absl::DataLossError(
+        absl::StrCat("artifact of ", ref.candidate(), " does not match its receipt's cubin hash"));
   return GemmKernel::Load(*g.driver, cubin, ref.receipt());
 }
 
@@ -252,8 +252,8 @@ worker::Reply RunMeasure(const worker::MeasureJob& job) {
       double t_inc = 0, t_cha = 0;
       for (int half = 0; half < 2; ++half) {
         const bool run_challenger = (half == 0) == challenger_first;
-        auto t = TimeLaunches(*g, run_challenger ? **cha : **inc, rb, row.shape(), launches,
-                              start, stop);
+        auto t = TimeLaunches(*g, run_challenger ? **cha : **inc, rb, row.shape(), launches, start,
+                              stop);
         if (!t.ok()) return Fail(std::string(t.status().message()));
         (run_challenger ? t_cha : t_inc) = *t;
       }

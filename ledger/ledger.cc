@@ -135,23 +135,24 @@ absl::StatusOr<std::unique_ptr<Ledger>> Ledger::Open(const std::string& path) {
     // Read-only checks first: a foreign or damaged file is never written to.
     auto app = PragmaInt(db, "application_id");
     if (!app.ok())
-      return absl::FailedPreconditionError(
-          absl::StrCat(path, " is not a SQLite database (", app.status().message(),
-                       "); refusing to use or overwrite it"));
+      return absl::FailedPreconditionError(absl::StrCat(path, " is not a SQLite database (",
+                                                        app.status().message(),
+                                                        "); refusing to use or overwrite it"));
     auto version = PragmaInt(db, "user_version");
     if (!version.ok()) return version.status();
     if (*app != kApplicationId)
-      return absl::FailedPreconditionError(absl::StrCat(
-          path, " is a SQLite file of another application (application_id ", *app,
-          ", expected ", kApplicationId, "); refusing to use or overwrite it"));
+      return absl::FailedPreconditionError(
+          absl::StrCat(path, " is a SQLite file of another application (application_id ", *app,
+                       ", expected ", kApplicationId, "); refusing to use or overwrite it"));
     if (*version > kSchemaVersion)
-      return absl::FailedPreconditionError(absl::StrCat(
-          path, " has ledger schema version ", *version, ", newer than this caked (",
-          kSchemaVersion, "); refusing to downgrade it"));
+      return absl::FailedPreconditionError(
+          absl::StrCat(path, " has ledger schema version ", *version, ", newer than this caked (",
+                       kSchemaVersion, "); refusing to downgrade it"));
     CAKE_ASSIGN_OR_RETURN(Stmt qc, db.Prepare("PRAGMA quick_check"));
     if (!qc.Step() || qc.Text(0) != "ok")
-      return absl::DataLossError(absl::StrCat(path, " failed quick_check: ",
-                                              qc.status().ok() ? qc.Text(0) : std::string(qc.status().message())));
+      return absl::DataLossError(
+          absl::StrCat(path, " failed quick_check: ",
+                       qc.status().ok() ? qc.Text(0) : std::string(qc.status().message())));
   }
   CAKE_RETURN_IF_ERROR(db.Exec("PRAGMA journal_mode=WAL"));
   CAKE_RETURN_IF_ERROR(db.Exec("PRAGMA synchronous=FULL"));
@@ -188,29 +189,34 @@ absl::StatusOr<RecoveryReport> Ledger::BeginBoot(const std::string& boot_id, int
   RecoveryReport report;
   boot_id_ = boot_id;
   absl::Status s = Atomically([&]() -> absl::Status {
-    CAKE_ASSIGN_OR_RETURN(Stmt running,
-                          db_->Prepare(absl::StrCat("SELECT ", kJobColumns,
-                                                    " FROM jobs WHERE state = 'RUNNING'")));
+    CAKE_ASSIGN_OR_RETURN(
+        Stmt running,
+        db_->Prepare(absl::StrCat("SELECT ", kJobColumns, " FROM jobs WHERE state = 'RUNNING'")));
     std::vector<Job> interrupted;
     while (running.Step()) interrupted.push_back(ReadJob(running));
     CAKE_RETURN_IF_ERROR(running.status());
     for (const Job& j : interrupted) {
       const bool retry = j.attempt < max_attempts;
-      CAKE_ASSIGN_OR_RETURN(Stmt rec, db_->Prepare(
-          "INSERT OR IGNORE INTO job_attempts(job_id, attempt, outcome, error, finished_ms) "
-          "VALUES (?, ?, 'INTERRUPTED', 'daemon restarted while the job ran', ?)"));
+      CAKE_ASSIGN_OR_RETURN(
+          Stmt rec,
+          db_->Prepare(
+              "INSERT OR IGNORE INTO job_attempts(job_id, attempt, outcome, error, finished_ms) "
+              "VALUES (?, ?, 'INTERRUPTED', 'daemon restarted while the job ran', ?)"));
       CAKE_RETURN_IF_ERROR(rec.Bind(1, j.id).Bind(2, j.attempt).Bind(3, NowMs()).Run());
-      CAKE_ASSIGN_OR_RETURN(Stmt up, db_->Prepare(
-          "UPDATE jobs SET state = ?, error = ?, worker_pid = 0 WHERE id = ?"));
+      CAKE_ASSIGN_OR_RETURN(
+          Stmt up,
+          db_->Prepare("UPDATE jobs SET state = ?, error = ?, worker_pid = 0 WHERE id = ?"));
       CAKE_RETURN_IF_ERROR(
           up.Bind(1, retry ? "QUEUED" : "FAILED")
               .Bind(2, retry ? "" : absl::StrCat("interrupted ", j.attempt, " times; giving up"))
               .Bind(3, j.id)
               .Run());
-      CAKE_RETURN_IF_ERROR(AddEvent(retry ? "job_requeued" : "job_failed", j.candidate_id, j.id,
-                                    absl::StrCat(j.kind, " job ", j.id, " was running when the "
-                                                 "daemon stopped (attempt ", j.attempt, "); ",
-                                                 retry ? "re-queued" : "failed")));
+      CAKE_RETURN_IF_ERROR(
+          AddEvent(retry ? "job_requeued" : "job_failed", j.candidate_id, j.id,
+                   absl::StrCat(j.kind, " job ", j.id,
+                                " was running when the "
+                                "daemon stopped (attempt ",
+                                j.attempt, "); ", retry ? "re-queued" : "failed")));
       (retry ? report.requeued : report.failed)++;
     }
     return absl::OkStatus();
@@ -223,10 +229,12 @@ absl::StatusOr<RecoveryReport> Ledger::BeginBoot(const std::string& boot_id, int
 
 absl::StatusOr<bool> Ledger::InsertContract(const std::string& id, const contract::Contract& c) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  CAKE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare(
-      "INSERT OR IGNORE INTO contracts(id, name, body, created_ms) VALUES (?, ?, ?, ?)"));
-  CAKE_RETURN_IF_ERROR(s.Bind(1, id).Bind(2, c.name()).BindBlob(3, c.SerializeAsString())
-                           .Bind(4, NowMs()).Run());
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt s,
+      db_->Prepare(
+          "INSERT OR IGNORE INTO contracts(id, name, body, created_ms) VALUES (?, ?, ?, ?)"));
+  CAKE_RETURN_IF_ERROR(
+      s.Bind(1, id).Bind(2, c.name()).BindBlob(3, c.SerializeAsString()).Bind(4, NowMs()).Run());
   return db_->Changes() == 0;
 }
 
@@ -245,7 +253,8 @@ absl::StatusOr<contract::Contract> Ledger::GetContract(const std::string& id) {
 
 absl::StatusOr<std::vector<std::pair<std::string, contract::Contract>>> Ledger::ListContracts() {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  CAKE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("SELECT id, body FROM contracts ORDER BY created_ms, id"));
+  CAKE_ASSIGN_OR_RETURN(Stmt s,
+                        db_->Prepare("SELECT id, body FROM contracts ORDER BY created_ms, id"));
   std::vector<std::pair<std::string, contract::Contract>> out;
   while (s.Step()) {
     contract::Contract c;
@@ -260,20 +269,27 @@ absl::Status Ledger::SetIncumbent(const std::string& contract_id, const std::str
                                   const std::string& reason) {
   return Atomically([&]() -> absl::Status {
     CAKE_ASSIGN_OR_RETURN(std::string previous, Incumbent(contract_id));
-    CAKE_ASSIGN_OR_RETURN(Stmt up, db_->Prepare(
-        "INSERT INTO incumbents(contract_id, candidate_id, since_ms) VALUES (?, ?, ?) "
-        "ON CONFLICT(contract_id) DO UPDATE SET candidate_id = excluded.candidate_id, "
-        "since_ms = excluded.since_ms"));
+    CAKE_ASSIGN_OR_RETURN(
+        Stmt up,
+        db_->Prepare("INSERT INTO incumbents(contract_id, candidate_id, since_ms) VALUES (?, ?, ?) "
+                     "ON CONFLICT(contract_id) DO UPDATE SET candidate_id = excluded.candidate_id, "
+                     "since_ms = excluded.since_ms"));
     CAKE_RETURN_IF_ERROR(up.Bind(1, contract_id).Bind(2, candidate_id).Bind(3, NowMs()).Run());
-    CAKE_ASSIGN_OR_RETURN(Stmt p, db_->Prepare(
-        "INSERT INTO promotions(contract_id, candidate_id, previous_id, reason, created_ms) "
-        "VALUES (?, ?, ?, ?, ?)"));
-    CAKE_RETURN_IF_ERROR(p.Bind(1, contract_id).Bind(2, candidate_id).Bind(3, previous)
-                             .Bind(4, reason).Bind(5, NowMs()).Run());
-    return AddEvent("promoted", candidate_id, 0,
-                    absl::StrCat("incumbent of ", contract_id, ": ", candidate_id,
-                                 previous.empty() ? "" : absl::StrCat(" (was ", previous, ")"),
-                                 ": ", reason));
+    CAKE_ASSIGN_OR_RETURN(
+        Stmt p,
+        db_->Prepare(
+            "INSERT INTO promotions(contract_id, candidate_id, previous_id, reason, created_ms) "
+            "VALUES (?, ?, ?, ?, ?)"));
+    CAKE_RETURN_IF_ERROR(p.Bind(1, contract_id)
+                             .Bind(2, candidate_id)
+                             .Bind(3, previous)
+                             .Bind(4, reason)
+                             .Bind(5, NowMs())
+                             .Run());
+    return AddEvent(
+        "promoted", candidate_id, 0,
+        absl::StrCat("incumbent of ", contract_id, ": ", candidate_id,
+                     previous.empty() ? "" : absl::StrCat(" (was ", previous, ")"), ": ", reason));
   });
 }
 
@@ -291,8 +307,9 @@ absl::StatusOr<Ledger::Inserted> Ledger::InsertCandidate(const evidence::Candida
                                                          const std::string& idempotency_key) {
   Inserted result;
   absl::Status st = Atomically([&]() -> absl::Status {
-    CAKE_ASSIGN_OR_RETURN(Stmt same, db_->Prepare(
-        "SELECT id FROM candidates WHERE contract_id = ? AND schedule_hash = ?"));
+    CAKE_ASSIGN_OR_RETURN(
+        Stmt same,
+        db_->Prepare("SELECT id FROM candidates WHERE contract_id = ? AND schedule_hash = ?"));
     same.Bind(1, c.contract_id()).Bind(2, c.schedule_hash());
     if (same.Step()) {
       result.id = same.Text(0);
@@ -300,15 +317,23 @@ absl::StatusOr<Ledger::Inserted> Ledger::InsertCandidate(const evidence::Candida
       return absl::OkStatus();
     }
     CAKE_RETURN_IF_ERROR(same.status());
-    CAKE_ASSIGN_OR_RETURN(Stmt seq, db_->Prepare("SELECT COALESCE(MAX(seq), 0) + 1 FROM candidates"));
+    CAKE_ASSIGN_OR_RETURN(Stmt seq,
+                          db_->Prepare("SELECT COALESCE(MAX(seq), 0) + 1 FROM candidates"));
     if (!seq.Step()) return seq.status();
     const int64_t n = seq.Int(0);
     result.id = absl::StrCat("c", n, "-", c.schedule_hash().substr(0, 8));
-    CAKE_ASSIGN_OR_RETURN(Stmt ins, db_->Prepare(
-        "INSERT INTO candidates(id, seq, contract_id, schedule_hash, schedule_text, state, "
-        "proposer, idempotency_key, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"));
-    ins.Bind(1, result.id).Bind(2, n).Bind(3, c.contract_id()).Bind(4, c.schedule_hash())
-        .Bind(5, c.schedule_text()).Bind(6, static_cast<int64_t>(c.state())).Bind(7, c.proposer());
+    CAKE_ASSIGN_OR_RETURN(
+        Stmt ins,
+        db_->Prepare(
+            "INSERT INTO candidates(id, seq, contract_id, schedule_hash, schedule_text, state, "
+            "proposer, idempotency_key, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+    ins.Bind(1, result.id)
+        .Bind(2, n)
+        .Bind(3, c.contract_id())
+        .Bind(4, c.schedule_hash())
+        .Bind(5, c.schedule_text())
+        .Bind(6, static_cast<int64_t>(c.state()))
+        .Bind(7, c.proposer());
     if (idempotency_key.empty()) {
       ins.BindNull(8);
     } else {
@@ -316,9 +341,10 @@ absl::StatusOr<Ledger::Inserted> Ledger::InsertCandidate(const evidence::Candida
     }
     CAKE_RETURN_IF_ERROR(ins.Bind(9, c.created_unix_ms()).Run());
     if (c.has_hypothesis()) {
-      CAKE_ASSIGN_OR_RETURN(Stmt h, db_->Prepare(
-          "INSERT INTO hypotheses(candidate_id, body) VALUES (?, ?)"));
-      CAKE_RETURN_IF_ERROR(h.Bind(1, result.id).BindBlob(2, c.hypothesis().SerializeAsString()).Run());
+      CAKE_ASSIGN_OR_RETURN(
+          Stmt h, db_->Prepare("INSERT INTO hypotheses(candidate_id, body) VALUES (?, ?)"));
+      CAKE_RETURN_IF_ERROR(
+          h.Bind(1, result.id).BindBlob(2, c.hypothesis().SerializeAsString()).Run());
     }
     return AddEvent("proposed", result.id, 0,
                     absl::StrCat("proposed by ", c.proposer(), " for contract ", c.contract_id()));
@@ -329,7 +355,8 @@ absl::StatusOr<Ledger::Inserted> Ledger::InsertCandidate(const evidence::Candida
 
 absl::StatusOr<std::string> Ledger::CandidateForKey(const std::string& idempotency_key) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  CAKE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("SELECT id FROM candidates WHERE idempotency_key = ?"));
+  CAKE_ASSIGN_OR_RETURN(Stmt s,
+                        db_->Prepare("SELECT id FROM candidates WHERE idempotency_key = ?"));
   s.Bind(1, idempotency_key);
   if (s.Step()) return s.Text(0);
   CAKE_RETURN_IF_ERROR(s.status());
@@ -340,49 +367,69 @@ absl::Status Ledger::SetCandidateState(const std::string& id, evidence::Candidat
                                        evidence::CandidateState rejected_at,
                                        const std::string& note) {
   return Atomically([&]() -> absl::Status {
-    CAKE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare(
-        "UPDATE candidates SET state = ?, rejected_at = ?, status_note = ? WHERE id = ?"));
+    CAKE_ASSIGN_OR_RETURN(
+        Stmt s,
+        db_->Prepare(
+            "UPDATE candidates SET state = ?, rejected_at = ?, status_note = ? WHERE id = ?"));
     CAKE_RETURN_IF_ERROR(s.Bind(1, static_cast<int64_t>(state))
-                             .Bind(2, static_cast<int64_t>(rejected_at)).Bind(3, note).Bind(4, id)
+                             .Bind(2, static_cast<int64_t>(rejected_at))
+                             .Bind(3, note)
+                             .Bind(4, id)
                              .Run());
     if (db_->Changes() == 0) return absl::NotFoundError(absl::StrCat("no candidate ", id));
-    return AddEvent("state", id, 0,
-                    absl::StrCat(evidence::CandidateState_Name(state),
-                                 state == evidence::REJECTED
-                                     ? absl::StrCat(" at ", evidence::CandidateState_Name(rejected_at))
-                                     : "",
-                                 note.empty() ? "" : absl::StrCat(": ", note)));
+    return AddEvent(
+        "state", id, 0,
+        absl::StrCat(evidence::CandidateState_Name(state),
+                     state == evidence::REJECTED
+                         ? absl::StrCat(" at ", evidence::CandidateState_Name(rejected_at))
+                         : "",
+                     note.empty() ? "" : absl::StrCat(": ", note)));
   });
 }
 
 absl::Status Ledger::PutAnalysis(const std::string& candidate, const report::AnalysisReport& r) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  CAKE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare(
-      "INSERT OR REPLACE INTO analysis_reports(candidate_id, target, verdict, body) "
-      "VALUES (?, ?, ?, ?)"));
-  return s.Bind(1, candidate).Bind(2, r.target()).Bind(3, static_cast<int64_t>(r.verdict()))
-      .BindBlob(4, r.SerializeAsString()).Run();
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt s,
+      db_->Prepare("INSERT OR REPLACE INTO analysis_reports(candidate_id, target, verdict, body) "
+                   "VALUES (?, ?, ?, ?)"));
+  return s.Bind(1, candidate)
+      .Bind(2, r.target())
+      .Bind(3, static_cast<int64_t>(r.verdict()))
+      .BindBlob(4, r.SerializeAsString())
+      .Run();
 }
 
 absl::Status Ledger::PutReceipt(const std::string& candidate, const report::LoweringReceipt& r) {
   return Atomically([&]() -> absl::Status {
-    CAKE_ASSIGN_OR_RETURN(Stmt a, db_->Prepare(
-        "INSERT OR IGNORE INTO artifacts(key, dir, cubin_sha256, target) VALUES (?, ?, ?, ?)"));
-    CAKE_RETURN_IF_ERROR(a.Bind(1, r.artifact_key()).Bind(2, r.artifact_dir())
-                             .Bind(3, r.cubin_sha256()).Bind(4, r.target()).Run());
-    CAKE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare(
-        "INSERT OR REPLACE INTO receipts(candidate_id, target, outcome, artifact_key, body) "
-        "VALUES (?, ?, ?, ?, ?)"));
-    return s.Bind(1, candidate).Bind(2, r.target()).Bind(3, static_cast<int64_t>(r.outcome()))
-        .Bind(4, r.artifact_key()).BindBlob(5, r.SerializeAsString()).Run();
+    CAKE_ASSIGN_OR_RETURN(
+        Stmt a,
+        db_->Prepare(
+            "INSERT OR IGNORE INTO artifacts(key, dir, cubin_sha256, target) VALUES (?, ?, ?, ?)"));
+    CAKE_RETURN_IF_ERROR(a.Bind(1, r.artifact_key())
+                             .Bind(2, r.artifact_dir())
+                             .Bind(3, r.cubin_sha256())
+                             .Bind(4, r.target())
+                             .Run());
+    CAKE_ASSIGN_OR_RETURN(
+        Stmt s,
+        db_->Prepare(
+            "INSERT OR REPLACE INTO receipts(candidate_id, target, outcome, artifact_key, body) "
+            "VALUES (?, ?, ?, ?, ?)"));
+    return s.Bind(1, candidate)
+        .Bind(2, r.target())
+        .Bind(3, static_cast<int64_t>(r.outcome()))
+        .Bind(4, r.artifact_key())
+        .BindBlob(5, r.SerializeAsString())
+        .Run();
   });
 }
 
 absl::StatusOr<report::LoweringReceipt> Ledger::GetReceipt(const std::string& candidate,
                                                            const std::string& target) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  CAKE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare(
-      "SELECT body FROM receipts WHERE candidate_id = ? AND target = ?"));
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt s, db_->Prepare("SELECT body FROM receipts WHERE candidate_id = ? AND target = ?"));
   s.Bind(1, candidate).Bind(2, target);
   if (!s.Step()) {
     CAKE_RETURN_IF_ERROR(s.status());
@@ -396,29 +443,44 @@ absl::StatusOr<report::LoweringReceipt> Ledger::GetReceipt(const std::string& ca
 absl::Status Ledger::PutValidation(const std::string& candidate, int64_t job_id,
                                    const evidence::Validation& v) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  CAKE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare(
-      "INSERT INTO validations(candidate_id, job_id, passed, body, created_ms) VALUES (?,?,?,?,?)"));
-  return s.Bind(1, candidate).Bind(2, job_id).Bind(3, v.passed() ? 1 : 0)
-      .BindBlob(4, v.SerializeAsString()).Bind(5, NowMs()).Run();
+  CAKE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("INSERT INTO validations(candidate_id, job_id, "
+                                             "passed, body, created_ms) VALUES (?,?,?,?,?)"));
+  return s.Bind(1, candidate)
+      .Bind(2, job_id)
+      .Bind(3, v.passed() ? 1 : 0)
+      .BindBlob(4, v.SerializeAsString())
+      .Bind(5, NowMs())
+      .Run();
 }
 
 absl::Status Ledger::PutMeasurement(const std::string& candidate, const evidence::Measurement& m) {
   return Atomically([&]() -> absl::Status {
-    CAKE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare(
-        "INSERT INTO measurements(candidate_id, incumbent_id, run, verdict, body, created_ms) "
-        "VALUES (?, ?, ?, ?, ?, ?)"));
-    CAKE_RETURN_IF_ERROR(s.Bind(1, candidate).Bind(2, m.incumbent()).Bind(3, m.run())
+    CAKE_ASSIGN_OR_RETURN(
+        Stmt s,
+        db_->Prepare(
+            "INSERT INTO measurements(candidate_id, incumbent_id, run, verdict, body, created_ms) "
+            "VALUES (?, ?, ?, ?, ?, ?)"));
+    CAKE_RETURN_IF_ERROR(s.Bind(1, candidate)
+                             .Bind(2, m.incumbent())
+                             .Bind(3, m.run())
                              .Bind(4, static_cast<int64_t>(m.verdict()))
-                             .BindBlob(5, m.SerializeAsString()).Bind(6, NowMs()).Run());
+                             .BindBlob(5, m.SerializeAsString())
+                             .Bind(6, NowMs())
+                             .Run());
     const int64_t mid = db_->LastInsertId();
     for (const evidence::RowTiming& row : m.rows())
       for (int i = 0; i < row.incumbent_us_size() && i < row.challenger_us_size(); ++i) {
-        CAKE_ASSIGN_OR_RETURN(Stmt smp, db_->Prepare(
-            "INSERT INTO measurement_samples(measurement_id, row, pair, challenger_first, "
-            "incumbent_us, challenger_us) VALUES (?, ?, ?, ?, ?, ?)"));
-        smp.Bind(1, mid).Bind(2, row.row()).Bind(3, i)
+        CAKE_ASSIGN_OR_RETURN(
+            Stmt smp,
+            db_->Prepare(
+                "INSERT INTO measurement_samples(measurement_id, row, pair, challenger_first, "
+                "incumbent_us, challenger_us) VALUES (?, ?, ?, ?, ?, ?)"));
+        smp.Bind(1, mid)
+            .Bind(2, row.row())
+            .Bind(3, i)
             .Bind(4, i < row.challenger_first_size() && row.challenger_first(i) ? 1 : 0);
-        CAKE_RETURN_IF_ERROR(smp.BindDouble(5, row.incumbent_us(i)).BindDouble(6, row.challenger_us(i)).Run());
+        CAKE_RETURN_IF_ERROR(
+            smp.BindDouble(5, row.incumbent_us(i)).BindDouble(6, row.challenger_us(i)).Run());
       }
     return absl::OkStatus();
   });
@@ -426,9 +488,11 @@ absl::Status Ledger::PutMeasurement(const std::string& candidate, const evidence
 
 absl::StatusOr<evidence::Candidate> Ledger::GetCandidate(const std::string& id) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  CAKE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare(
-      "SELECT id, contract_id, schedule_hash, schedule_text, state, rejected_at, status_note, "
-      "proposer, created_ms FROM candidates WHERE id = ?"));
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt s,
+      db_->Prepare(
+          "SELECT id, contract_id, schedule_hash, schedule_text, state, rejected_at, status_note, "
+          "proposer, created_ms FROM candidates WHERE id = ?"));
   s.Bind(1, id);
   if (!s.Step()) {
     CAKE_RETURN_IF_ERROR(s.status());
@@ -447,21 +511,25 @@ absl::StatusOr<evidence::Candidate> Ledger::GetCandidate(const std::string& id) 
   CAKE_ASSIGN_OR_RETURN(Stmt h, db_->Prepare("SELECT body FROM hypotheses WHERE candidate_id = ?"));
   h.Bind(1, id);
   if (h.Step()) c.mutable_hypothesis()->ParseFromString(h.Blob(0));
-  CAKE_ASSIGN_OR_RETURN(Stmt a, db_->Prepare(
-      "SELECT body FROM analysis_reports WHERE candidate_id = ? ORDER BY target LIMIT 1"));
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt a,
+      db_->Prepare(
+          "SELECT body FROM analysis_reports WHERE candidate_id = ? ORDER BY target LIMIT 1"));
   a.Bind(1, id);
   if (a.Step()) c.mutable_analysis()->ParseFromString(a.Blob(0));
-  CAKE_ASSIGN_OR_RETURN(Stmt r, db_->Prepare(
-      "SELECT body FROM receipts WHERE candidate_id = ? ORDER BY target DESC"));
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt r,
+      db_->Prepare("SELECT body FROM receipts WHERE candidate_id = ? ORDER BY target DESC"));
   r.Bind(1, id);
   // The compile-target receipt (sm_12x sorts after sm_90 descending) is the one shown.
   if (r.Step()) c.mutable_receipt()->ParseFromString(r.Blob(0));
-  CAKE_ASSIGN_OR_RETURN(Stmt v, db_->Prepare(
-      "SELECT body FROM validations WHERE candidate_id = ? ORDER BY id DESC LIMIT 1"));
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt v,
+      db_->Prepare("SELECT body FROM validations WHERE candidate_id = ? ORDER BY id DESC LIMIT 1"));
   v.Bind(1, id);
   if (v.Step()) c.mutable_validation()->ParseFromString(v.Blob(0));
-  CAKE_ASSIGN_OR_RETURN(Stmt m, db_->Prepare(
-      "SELECT body FROM measurements WHERE candidate_id = ? ORDER BY id"));
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt m, db_->Prepare("SELECT body FROM measurements WHERE candidate_id = ? ORDER BY id"));
   m.Bind(1, id);
   while (m.Step()) c.add_measurements()->ParseFromString(m.Blob(0));
   for (const auto& d : c.analysis().diagnostics()) *c.add_diagnostics() = d;
@@ -474,8 +542,8 @@ absl::StatusOr<std::vector<evidence::Candidate>> Ledger::ListCandidates(
   std::vector<std::string> ids;
   {
     std::lock_guard<std::recursive_mutex> lock(mu_);
-    CAKE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare(
-        "SELECT id FROM candidates WHERE (? = '' OR contract_id = ?) ORDER BY seq DESC LIMIT ?"));
+    CAKE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("SELECT id FROM candidates WHERE (? = '' OR "
+                                               "contract_id = ?) ORDER BY seq DESC LIMIT ?"));
     s.Bind(1, contract_id).Bind(2, contract_id).Bind(3, limit > 0 ? limit : 1000);
     while (s.Step()) ids.push_back(s.Text(0));
     CAKE_RETURN_IF_ERROR(s.status());
@@ -490,7 +558,8 @@ absl::StatusOr<std::vector<evidence::Candidate>> Ledger::ListCandidates(
 
 absl::StatusOr<std::map<std::string, int64_t>> Ledger::CandidateCounts() {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  CAKE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("SELECT state, COUNT(*) FROM candidates GROUP BY state"));
+  CAKE_ASSIGN_OR_RETURN(Stmt s,
+                        db_->Prepare("SELECT state, COUNT(*) FROM candidates GROUP BY state"));
   std::map<std::string, int64_t> out;
   while (s.Step())
     out[evidence::CandidateState_Name(static_cast<evidence::CandidateState>(s.Int(0)))] = s.Int(1);
@@ -502,11 +571,11 @@ absl::StatusOr<int64_t> Ledger::EnqueueJob(const std::string& candidate, const s
                                            const std::string& request) {
   int64_t id = 0;
   absl::Status st = Atomically([&]() -> absl::Status {
-    CAKE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare(
-        "INSERT INTO jobs(candidate_id, kind, state, request, created_ms) "
-        "VALUES (?, ?, 'QUEUED', ?, ?)"));
-    CAKE_RETURN_IF_ERROR(s.Bind(1, candidate).Bind(2, kind).BindBlob(3, request)
-                             .Bind(4, NowMs()).Run());
+    CAKE_ASSIGN_OR_RETURN(
+        Stmt s, db_->Prepare("INSERT INTO jobs(candidate_id, kind, state, request, created_ms) "
+                             "VALUES (?, ?, 'QUEUED', ?, ?)"));
+    CAKE_RETURN_IF_ERROR(
+        s.Bind(1, candidate).Bind(2, kind).BindBlob(3, request).Bind(4, NowMs()).Run());
     id = db_->LastInsertId();
     return AddEvent("job_queued", candidate, id, absl::StrCat(kind, " job ", id, " queued"));
   });
@@ -516,8 +585,9 @@ absl::StatusOr<int64_t> Ledger::EnqueueJob(const std::string& candidate, const s
 
 absl::StatusOr<std::vector<Job>> Ledger::QueuedJobs() {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  CAKE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare(absl::StrCat(
-      "SELECT ", kJobColumns, " FROM jobs WHERE state = 'QUEUED' ORDER BY id")));
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt s, db_->Prepare(absl::StrCat("SELECT ", kJobColumns,
+                                        " FROM jobs WHERE state = 'QUEUED' ORDER BY id")));
   std::vector<Job> out;
   while (s.Step()) out.push_back(ReadJob(s));
   CAKE_RETURN_IF_ERROR(s.status());
@@ -534,8 +604,8 @@ absl::StatusOr<int64_t> Ledger::CountJobs(JobState state) {
 
 absl::StatusOr<Job> Ledger::GetJob(int64_t id) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  CAKE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare(absl::StrCat("SELECT ", kJobColumns,
-                                                          " FROM jobs WHERE id = ?")));
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt s, db_->Prepare(absl::StrCat("SELECT ", kJobColumns, " FROM jobs WHERE id = ?")));
   s.Bind(1, id);
   if (!s.Step()) {
     CAKE_RETURN_IF_ERROR(s.status());
@@ -546,9 +616,9 @@ absl::StatusOr<Job> Ledger::GetJob(int64_t id) {
 
 absl::Status Ledger::MarkJobRunning(int64_t id, int64_t pid) {
   return Atomically([&]() -> absl::Status {
-    CAKE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare(
-        "UPDATE jobs SET state = 'RUNNING', attempt = attempt + 1, boot_id = ?, started_ms = ?, "
-        "worker_pid = ? WHERE id = ? AND state = 'QUEUED'"));
+    CAKE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("UPDATE jobs SET state = 'RUNNING', attempt = "
+                                               "attempt + 1, boot_id = ?, started_ms = ?, "
+                                               "worker_pid = ? WHERE id = ? AND state = 'QUEUED'"));
     CAKE_RETURN_IF_ERROR(s.Bind(1, boot_id_).Bind(2, NowMs()).Bind(3, pid).Bind(4, id).Run());
     if (db_->Changes() == 0) return absl::FailedPreconditionError("job is not queued");
     return absl::OkStatus();
@@ -558,15 +628,20 @@ absl::Status Ledger::MarkJobRunning(int64_t id, int64_t pid) {
 absl::Status Ledger::FinishJob(int64_t id, bool ok, const std::string& error) {
   return Atomically([&]() -> absl::Status {
     CAKE_ASSIGN_OR_RETURN(Job j, GetJob(id));
-    CAKE_ASSIGN_OR_RETURN(Stmt rec, db_->Prepare(
-        "INSERT INTO job_attempts(job_id, attempt, outcome, error, finished_ms) "
-        "VALUES (?, ?, ?, ?, ?)"));
-    CAKE_RETURN_IF_ERROR(rec.Bind(1, id).Bind(2, j.attempt).Bind(3, ok ? "DONE" : "FAILED")
-                             .Bind(4, error).Bind(5, NowMs()).Run());
-    CAKE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare(
-        "UPDATE jobs SET state = ?, error = ?, finished_ms = ? WHERE id = ?"));
-    CAKE_RETURN_IF_ERROR(s.Bind(1, ok ? "DONE" : "FAILED").Bind(2, error).Bind(3, NowMs())
-                             .Bind(4, id).Run());
+    CAKE_ASSIGN_OR_RETURN(
+        Stmt rec,
+        db_->Prepare("INSERT INTO job_attempts(job_id, attempt, outcome, error, finished_ms) "
+                     "VALUES (?, ?, ?, ?, ?)"));
+    CAKE_RETURN_IF_ERROR(rec.Bind(1, id)
+                             .Bind(2, j.attempt)
+                             .Bind(3, ok ? "DONE" : "FAILED")
+                             .Bind(4, error)
+                             .Bind(5, NowMs())
+                             .Run());
+    CAKE_ASSIGN_OR_RETURN(
+        Stmt s, db_->Prepare("UPDATE jobs SET state = ?, error = ?, finished_ms = ? WHERE id = ?"));
+    CAKE_RETURN_IF_ERROR(
+        s.Bind(1, ok ? "DONE" : "FAILED").Bind(2, error).Bind(3, NowMs()).Bind(4, id).Run());
     if (!ok)
       CAKE_RETURN_IF_ERROR(AddEvent("job_failed", j.candidate_id, id,
                                     absl::StrCat(j.kind, " job ", id, " failed: ", error)));
@@ -577,7 +652,8 @@ absl::Status Ledger::FinishJob(int64_t id, bool ok, const std::string& error) {
 absl::StatusOr<std::vector<Job>> Ledger::RecentFailedJobs(int limit) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
   CAKE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare(absl::StrCat(
-      "SELECT ", kJobColumns, " FROM jobs WHERE state = 'FAILED' ORDER BY id DESC LIMIT ?")));
+                                    "SELECT ", kJobColumns,
+                                    " FROM jobs WHERE state = 'FAILED' ORDER BY id DESC LIMIT ?")));
   s.Bind(1, limit);
   std::vector<Job> out;
   while (s.Step()) out.push_back(ReadJob(s));
@@ -585,19 +661,21 @@ absl::StatusOr<std::vector<Job>> Ledger::RecentFailedJobs(int limit) {
   return out;
 }
 
-absl::Status Ledger::AddEvent(const std::string& kind, const std::string& candidate,
-                              int64_t job_id, const std::string& message) {
+absl::Status Ledger::AddEvent(const std::string& kind, const std::string& candidate, int64_t job_id,
+                              const std::string& message) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  CAKE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare(
-      "INSERT INTO events(created_ms, kind, candidate_id, job_id, message) VALUES (?,?,?,?,?)"));
+  CAKE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("INSERT INTO events(created_ms, kind, candidate_id, "
+                                             "job_id, message) VALUES (?,?,?,?,?)"));
   return s.Bind(1, NowMs()).Bind(2, kind).Bind(3, candidate).Bind(4, job_id).Bind(5, message).Run();
 }
 
 absl::StatusOr<std::vector<Event>> Ledger::EventsAfter(int64_t after_id, int limit) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  CAKE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare(
-      "SELECT id, created_ms, kind, candidate_id, job_id, message FROM events WHERE id > ? "
-      "ORDER BY id LIMIT ?"));
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt s,
+      db_->Prepare(
+          "SELECT id, created_ms, kind, candidate_id, job_id, message FROM events WHERE id > ? "
+          "ORDER BY id LIMIT ?"));
   s.Bind(1, after_id).Bind(2, limit);
   std::vector<Event> out;
   while (s.Step()) {

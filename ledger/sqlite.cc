@@ -48,8 +48,8 @@ bool Stmt::Step() {
   if (rc != SQLITE_DONE) {
     const int ext = sqlite3_extended_errcode(db_);
     std::string msg = absl::StrCat(sqlite3_errmsg(db_), " (", ext, ")");
-    status_ = (rc == SQLITE_CONSTRAINT) ? absl::FailedPreconditionError(msg)
-              : (rc == SQLITE_BUSY)     ? absl::UnavailableError(msg)
+    status_ = (rc == SQLITE_CONSTRAINT)                       ? absl::FailedPreconditionError(msg)
+              : (rc == SQLITE_BUSY)                           ? absl::UnavailableError(msg)
               : (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB) ? absl::DataLossError(msg)
                                                               : absl::InternalError(msg);
   }
@@ -71,19 +71,20 @@ std::string Stmt::Text(int col) const {
 
 std::string Stmt::Blob(int col) const {
   const void* b = sqlite3_column_blob(s_, col);
-  return b ? std::string(static_cast<const char*>(b), static_cast<size_t>(sqlite3_column_bytes(s_, col)))
+  return b ? std::string(static_cast<const char*>(b),
+                         static_cast<size_t>(sqlite3_column_bytes(s_, col)))
            : std::string();
 }
 
 absl::StatusOr<std::unique_ptr<Db>> Db::Open(const std::string& path) {
   sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw,
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                                 nullptr);
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &raw,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   std::unique_ptr<Db> db(new Db(raw));
   if (rc != SQLITE_OK)
-    return absl::UnavailableError(absl::StrCat("cannot open ", path, ": ",
-                                               raw ? sqlite3_errmsg(raw) : "out of memory"));
+    return absl::UnavailableError(
+        absl::StrCat("cannot open ", path, ": ", raw ? sqlite3_errmsg(raw) : "out of memory"));
   sqlite3_extended_result_codes(raw, 1);
   sqlite3_busy_timeout(raw, 5000);
   return db;

@@ -109,7 +109,8 @@ int main(int argc, char** argv) {
     spdlog::critical("ledger: {}", std::string(ledger.status().message()));
     return 1;
   }
-  auto tokens = cake::server::TokenTable::LoadOrCreate((fs::path(cfg.state_dir) / "tokens").string());
+  auto tokens =
+      cake::server::TokenTable::LoadOrCreate((fs::path(cfg.state_dir) / "tokens").string());
   if (!tokens.ok()) {
     spdlog::critical("tokens: {}", std::string(tokens.status().message()));
     return 1;
@@ -182,10 +183,10 @@ int main(int argc, char** argv) {
     }
     auto st = orch.Status();
     if (st.ok())
-      sd_notify(0, absl::StrCat("WATCHDOG=1\nSTATUS=", st->queued_jobs(), " queued, ",
-                                st->running_jobs(), " running; ",
-                                st->execution_device() ? "device ready" : st->device_note())
-                       .c_str());
+      sd_notify(
+          0, absl::StrCat("WATCHDOG=1\nSTATUS=", st->queued_jobs(), " queued, ", st->running_jobs(),
+                          " running; ", st->execution_device() ? "device ready" : st->device_note())
+                 .c_str());
   }
   sd_notify(0, "STOPPING=1");
   server->GetHealthCheckService()->SetServingStatus(false);

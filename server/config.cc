@@ -29,15 +29,24 @@ absl::Status ApplyConfigFile(const std::string& path, DaemonConfig* c) {
       return absl::OkStatus();
     };
     absl::Status s;
-    if (key == "state_dir") c->state_dir = value;
-    else if (key == "listen") c->listen = value;
-    else if (key == "worker_path") c->worker_path = value;
-    else if (key == "cpu_workers") s = as_int(&c->cpu_workers);
-    else if (key == "max_queue") s = as_int(&c->max_queue);
-    else if (key == "max_attempts") s = as_int(&c->max_attempts);
-    else if (key == "max_message_bytes") s = as_int(&c->max_message_bytes);
-    else if (key == "compile_timeout_ms") s = as_int(&c->compile_timeout_ms);
-    else if (key == "gpu_timeout_ms") s = as_int(&c->gpu_timeout_ms);
+    if (key == "state_dir")
+      c->state_dir = value;
+    else if (key == "listen")
+      c->listen = value;
+    else if (key == "worker_path")
+      c->worker_path = value;
+    else if (key == "cpu_workers")
+      s = as_int(&c->cpu_workers);
+    else if (key == "max_queue")
+      s = as_int(&c->max_queue);
+    else if (key == "max_attempts")
+      s = as_int(&c->max_attempts);
+    else if (key == "max_message_bytes")
+      s = as_int(&c->max_message_bytes);
+    else if (key == "compile_timeout_ms")
+      s = as_int(&c->compile_timeout_ms);
+    else if (key == "gpu_timeout_ms")
+      s = as_int(&c->gpu_timeout_ms);
     else if (key == "use_gpu") {
       if (value != "true" && value != "false")
         return absl::InvalidArgumentError(absl::StrCat(path, ":", n, ": use_gpu is true or false"));

@@ -9,9 +9,9 @@
 namespace cake::server {
 
 struct DaemonConfig {
-  std::string state_dir = "/var/lib/caked";      // ledger.db, artifacts/, tokens/
-  std::string listen;                            // Default: unix:STATE_DIR/caked.sock
-  std::string worker_path;                       // Default: cake-worker beside caked
+  std::string state_dir = "/var/lib/caked";  // ledger.db, artifacts/, tokens/
+  std::string listen;                        // Default: unix:STATE_DIR/caked.sock
+  std::string worker_path;                   // Default: cake-worker beside caked
   int cpu_workers = 2;
   int max_queue = 256;
   int max_attempts = 3;

@@ -4,12 +4,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "compiler/canonical.h"
 #include "compiler/parse.h"
 #include "compiler/status_macros.h"
 #include "compiler/targets.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "gpuqueue/nvml.h"
 #include "gpuqueue/sandbox.h"
 #include "spdlog/spdlog.h"
@@ -51,8 +51,8 @@ absl::Status CheckContract(const contract::Contract& c) {
     if (r.name().empty()) return absl::InvalidArgumentError("a row has no name");
     const auto& s = r.shape();
     if (s.m() <= 0 || s.n() <= 0 || s.k() <= 0 || s.k() % 8 != 0)
-      return absl::InvalidArgumentError(absl::StrCat(
-          "row '", r.name(), "': shape must be positive with K a multiple of 8"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("row '", r.name(), "': shape must be positive with K a multiple of 8"));
     required |= r.required() && !r.held_out();
   }
   if (!required)
@@ -126,8 +126,8 @@ absl::Status Orchestrator::Start(const std::string& boot_id) {
   } else {
     device_note_ = "no execution device: GPU use disabled by configuration";
   }
-  spdlog::info("{}", execution_device_ ? absl::StrCat("execution device: ", devices_[0])
-                                       : device_note_);
+  spdlog::info("{}",
+               execution_device_ ? absl::StrCat("execution device: ", devices_[0]) : device_note_);
   std::lock_guard<std::mutex> lock(mu_);
   stopping_ = false;
   for (int i = 0; i < config_.cpu_workers; ++i) lanes_.emplace_back([this] { LaneLoop(false); });
@@ -186,9 +186,9 @@ void Orchestrator::WaitForForeignProcesses() {
     if (!logged) {
       spdlog::warn("device 0 is used by {} foreign process(es); waiting, never evicting",
                    procs->size());
-      (void)ledger_->AddEvent("device_wait", "", 0,
-                              absl::StrCat("device 0 busy with ", procs->size(),
-                                           " foreign process(es); waiting"));
+      (void)ledger_->AddEvent(
+          "device_wait", "", 0,
+          absl::StrCat("device 0 busy with ", procs->size(), " foreign process(es); waiting"));
       logged = true;
     }
     {
@@ -242,9 +242,10 @@ void Orchestrator::RunJob(const ledger::Job& job, bool gpu) {
   }
   if (!s.ok()) spdlog::error("job {}: recording its result failed: {}", job.id, s.ToString());
   spdlog::info("job {} ({}) finished{}", job.id, job.kind,
-               reply.ok() && reply->ok() ? "" : absl::StrCat(" with a failure: ",
-                                                             reply.ok() ? reply->error()
-                                                                        : reply.status().message()));
+               reply.ok() && reply->ok()
+                   ? ""
+                   : absl::StrCat(" with a failure: ",
+                                  reply.ok() ? reply->error() : reply.status().message()));
 }
 
 absl::Status Orchestrator::OnJobFailed(const ledger::Job& job, const std::string& reason) {
@@ -254,15 +255,14 @@ absl::Status Orchestrator::OnJobFailed(const ledger::Job& job, const std::string
       return ledger_->SetCandidateState(job.candidate_id, evidence::REJECTED, evidence::COMPILED,
                                         absl::StrCat("compile job failed: ", reason));
     if (job.kind == "validate")
-      return ledger_->SetCandidateState(job.candidate_id, evidence::REJECTED,
-                                        evidence::VALIDATED,
+      return ledger_->SetCandidateState(job.candidate_id, evidence::REJECTED, evidence::VALIDATED,
                                         absl::StrCat("validation job failed: ", reason));
     if (job.kind == "measure") {
       // A failed measurement never enters a ranking; the candidate stays validated.
       CAKE_ASSIGN_OR_RETURN(evidence::Candidate c, ledger_->GetCandidate(job.candidate_id));
-      return ledger_->SetCandidateState(job.candidate_id, c.state(), c.rejected_at(),
-                                        absl::StrCat("measurement failed (no timing kept): ",
-                                                     reason));
+      return ledger_->SetCandidateState(
+          job.candidate_id, c.state(), c.rejected_at(),
+          absl::StrCat("measurement failed (no timing kept): ", reason));
     }
     return absl::OkStatus();
   });
@@ -289,22 +289,22 @@ absl::Status Orchestrator::OnCompiled(const ledger::Job& job, const worker::Repl
           }
         return ledger_->SetCandidateState(
             job.candidate_id, evidence::REJECTED, evidence::ANALYZED,
-            absl::StrCat(unknown ? "analysis unknown (unknown is not pass) on "
-                                 : "analysis rejected on ",
-                         r.target(), ": ", first));
+            absl::StrCat(
+                unknown ? "analysis unknown (unknown is not pass) on " : "analysis rejected on ",
+                r.target(), ": ", first));
       }
     }
-    CAKE_RETURN_IF_ERROR(
-        ledger_->SetCandidateState(job.candidate_id, evidence::ANALYZED, evidence::CANDIDATE_STATE_UNSPECIFIED, ""));
+    CAKE_RETURN_IF_ERROR(ledger_->SetCandidateState(job.candidate_id, evidence::ANALYZED,
+                                                    evidence::CANDIDATE_STATE_UNSPECIFIED, ""));
     for (const worker::TargetResult& r : results)
       if (!r.has_receipt() || r.receipt().outcome() != report::LoweringReceipt::PASS) {
         std::string why = "no receipt";
         if (r.has_receipt() && !r.receipt().failures().empty())
           why = absl::StrCat(report::DiagId_Name(r.receipt().failures(0).id()), ": ",
                              r.receipt().failures(0).message());
-        return ledger_->SetCandidateState(job.candidate_id, evidence::REJECTED,
-                                          evidence::COMPILED,
-                                          absl::StrCat("receipt failed on ", r.target(), ": ", why));
+        return ledger_->SetCandidateState(
+            job.candidate_id, evidence::REJECTED, evidence::COMPILED,
+            absl::StrCat("receipt failed on ", r.target(), ": ", why));
       }
     if (!execution_device_)
       return ledger_->SetCandidateState(job.candidate_id, evidence::COMPILED,
@@ -367,8 +367,8 @@ absl::Status Orchestrator::OnValidated(const ledger::Job& job, const worker::Rep
     CAKE_RETURN_IF_ERROR(ledger_->FinishJob(job.id, true, ""));
     CAKE_RETURN_IF_ERROR(ledger_->PutValidation(job.candidate_id, job.id, reply.validation()));
     if (!reply.validation().passed())
-      return ledger_->SetCandidateState(job.candidate_id, evidence::REJECTED,
-                                        evidence::VALIDATED, reply.validation().failure());
+      return ledger_->SetCandidateState(job.candidate_id, evidence::REJECTED, evidence::VALIDATED,
+                                        reply.validation().failure());
     CAKE_RETURN_IF_ERROR(ledger_->SetCandidateState(job.candidate_id, evidence::VALIDATED,
                                                     evidence::CANDIDATE_STATE_UNSPECIFIED, ""));
     CAKE_ASSIGN_OR_RETURN(std::string incumbent, ledger_->Incumbent(cand.contract_id()));
@@ -412,9 +412,9 @@ absl::Status Orchestrator::OnMeasured(const ledger::Job& job, const worker::Repl
           absl::StrCat(summary, "; confirmation run queued")));
       return EnqueueMeasure(job.candidate_id, incumbent, m.run() + 1).status();
     }
-    CAKE_RETURN_IF_ERROR(ledger_->SetIncumbent(cand.contract_id(), job.candidate_id,
-                                               absl::StrCat("faster in ", m.run() + 1,
-                                                            " paired runs; ", summary)));
+    CAKE_RETURN_IF_ERROR(
+        ledger_->SetIncumbent(cand.contract_id(), job.candidate_id,
+                              absl::StrCat("faster in ", m.run() + 1, " paired runs; ", summary)));
     return ledger_->SetCandidateState(job.candidate_id, evidence::CONFIRMED_WINNER,
                                       evidence::CANDIDATE_STATE_UNSPECIFIED,
                                       absl::StrCat("promoted: ", summary));
@@ -423,16 +423,14 @@ absl::Status Orchestrator::OnMeasured(const ledger::Job& job, const worker::Repl
 
 absl::Status Orchestrator::OnRegressed(const ledger::Job& job, const worker::Reply& reply) {
   return ledger_->Atomically([&]() -> absl::Status {
-    CAKE_RETURN_IF_ERROR(ledger_->FinishJob(job.id, reply.validation().passed(),
-                                            reply.validation().passed()
-                                                ? ""
-                                                : "regression: " + reply.validation().failure()));
+    CAKE_RETURN_IF_ERROR(ledger_->FinishJob(
+        job.id, reply.validation().passed(),
+        reply.validation().passed() ? "" : "regression: " + reply.validation().failure()));
     CAKE_RETURN_IF_ERROR(ledger_->PutValidation(job.candidate_id, job.id, reply.validation()));
-    return ledger_->AddEvent(reply.validation().passed() ? "regress_ok" : "regress_failed",
-                             job.candidate_id, job.id,
-                             reply.validation().passed()
-                                 ? "incumbent still meets the numerical contract on every row"
-                                 : reply.validation().failure());
+    return ledger_->AddEvent(
+        reply.validation().passed() ? "regress_ok" : "regress_failed", job.candidate_id, job.id,
+        reply.validation().passed() ? "incumbent still meets the numerical contract on every row"
+                                    : reply.validation().failure());
   });
 }
 
@@ -474,8 +472,8 @@ absl::StatusOr<service::ProposeReply> Orchestrator::Propose(const service::Propo
     if (!prior.empty()) {
       CAKE_ASSIGN_OR_RETURN(evidence::Candidate pc, ledger_->GetCandidate(prior));
       if (pc.schedule_hash() != hash || pc.contract_id() != req.contract_id())
-        return absl::AlreadyExistsError(absl::StrCat(
-            "idempotency key '", req.idempotency_key(), "' was used for another proposal"));
+        return absl::AlreadyExistsError(absl::StrCat("idempotency key '", req.idempotency_key(),
+                                                     "' was used for another proposal"));
       service::ProposeReply reply;
       reply.set_candidate_id(prior);
       reply.set_duplicate(true);
@@ -514,7 +512,8 @@ absl::StatusOr<service::ProposeReply> Orchestrator::Propose(const service::Propo
   });
   if (!st.ok()) return st;
   if (reply.duplicate()) {
-    CAKE_ASSIGN_OR_RETURN(evidence::Candidate existing, ledger_->GetCandidate(reply.candidate_id()));
+    CAKE_ASSIGN_OR_RETURN(evidence::Candidate existing,
+                          ledger_->GetCandidate(reply.candidate_id()));
     reply.set_state(existing.state());
   }
   Wake();
@@ -569,8 +568,8 @@ absl::StatusOr<service::RegressReply> Orchestrator::Regress(const std::string& c
   (void)c;
   CAKE_ASSIGN_OR_RETURN(std::string incumbent, ledger_->Incumbent(contract_id));
   if (incumbent.empty())
-    return absl::FailedPreconditionError(absl::StrCat("contract ", contract_id,
-                                                      " has no incumbent yet"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("contract ", contract_id, " has no incumbent yet"));
   if (!execution_device_) return absl::FailedPreconditionError(device_note_);
   service::RegressReply reply;
   reply.set_incumbent(incumbent);

@@ -31,15 +31,15 @@
 namespace cake::server {
 
 struct OrchestratorConfig {
-  std::string worker_path;             // cake-worker executable
-  std::string store_root;              // artifact store
-  int cpu_workers = 2;                 // Default: 2
-  int max_queue = 256;                 // queued jobs beyond which Propose is RESOURCE_EXHAUSTED
-  int max_attempts = 3;                // re-queues of a job interrupted by a daemon restart
+  std::string worker_path;  // cake-worker executable
+  std::string store_root;   // artifact store
+  int cpu_workers = 2;      // Default: 2
+  int max_queue = 256;      // queued jobs beyond which Propose is RESOURCE_EXHAUSTED
+  int max_attempts = 3;     // re-queues of a job interrupted by a daemon restart
   std::chrono::milliseconds compile_timeout{std::chrono::minutes(5)};
   std::chrono::milliseconds gpu_timeout{std::chrono::minutes(10)};
   std::map<std::string, std::string> worker_env;
-  bool probe_devices = true;           // false: never use a GPU (no execution device)
+  bool probe_devices = true;  // false: never use a GPU (no execution device)
 };
 
 enum class Role { kOperator, kAgent, kCi };
@@ -77,8 +77,8 @@ class Orchestrator {
   absl::Status OnRegressed(const ledger::Job& job, const worker::Reply& reply);
   absl::Status OnJobFailed(const ledger::Job& job, const std::string& reason);
   absl::StatusOr<int64_t> EnqueueValidate(const std::string& candidate, const std::string& kind);
-  absl::StatusOr<int64_t> EnqueueMeasure(const std::string& candidate,
-                                         const std::string& incumbent, int run);
+  absl::StatusOr<int64_t> EnqueueMeasure(const std::string& candidate, const std::string& incumbent,
+                                         int run);
   absl::StatusOr<worker::KernelRef> KernelFor(const std::string& candidate);
   void WaitForForeignProcesses();
   void Wake();
@@ -92,9 +92,9 @@ class Orchestrator {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::set<int64_t> claimed_;          // guarded by mu_: jobs a lane has taken
-  std::string gpu_state_ = "idle";     // guarded by mu_
-  bool stopping_ = false;              // guarded by mu_
+  std::set<int64_t> claimed_;       // guarded by mu_: jobs a lane has taken
+  std::string gpu_state_ = "idle";  // guarded by mu_
+  bool stopping_ = false;           // guarded by mu_
   std::vector<std::thread> lanes_;
 };
 

@@ -3,11 +3,7 @@
 #include "absl/strings/str_cat.h"
 
 namespace cake::server {
-namespace {
-
-
-
-}  // namespace
+namespace {}  // namespace
 
 grpc::Status ToGrpc(const absl::Status& s) {
   if (s.ok()) return grpc::Status::OK;
@@ -28,8 +24,8 @@ absl::StatusOr<Role> CakeServiceImpl::Authorize(grpc::ServerContext* ctx,
       absl::StrCat("role '", RoleName(*role), "' may not call this method"));
 }
 
-#define CAKE_AUTHORIZE(var, ...)                       \
-  auto var##_or = Authorize(ctx, {__VA_ARGS__});       \
+#define CAKE_AUTHORIZE(var, ...)                        \
+  auto var##_or = Authorize(ctx, {__VA_ARGS__});        \
   if (!var##_or.ok()) return ToGrpc(var##_or.status()); \
   const Role var = *var##_or
 

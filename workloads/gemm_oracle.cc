@@ -45,8 +45,9 @@ std::vector<double> ReferenceGemm(const std::vector<uint16_t>& a, const std::vec
   return c;
 }
 
-std::vector<double> ReferenceGemmRows(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b,
-                                      int n, int k, const std::vector<int>& rows) {
+std::vector<double> ReferenceGemmRows(const std::vector<uint16_t>& a,
+                                      const std::vector<uint16_t>& b, int n, int k,
+                                      const std::vector<int>& rows) {
   std::vector<double> bf(b.size());
   for (size_t i = 0; i < b.size(); ++i) bf[i] = Bf16ToFloat(b[i]);
   std::vector<double> c(rows.size() * static_cast<size_t>(n));

@@ -13,7 +13,8 @@ float Bf16ToFloat(uint16_t b);
 uint16_t FloatToBf16(float f);  // round to nearest even; NaN stays NaN
 
 // Fresh uniform values in [lo, hi), rounded to BF16.
-std::vector<uint16_t> RandomBf16(size_t count, std::mt19937_64& rng, float lo = -1.f, float hi = 1.f);
+std::vector<uint16_t> RandomBf16(size_t count, std::mt19937_64& rng, float lo = -1.f,
+                                 float hi = 1.f);
 
 // float64 reference of A[M,K] * B[N,K]^T, row-major.
 std::vector<double> ReferenceGemm(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b,
@@ -21,8 +22,9 @@ std::vector<double> ReferenceGemm(const std::vector<uint16_t>& a, const std::vec
 
 // Reference of the selected output rows only (for shapes too large for a full CPU oracle):
 // result is rows.size() x n, in the order of `rows`.
-std::vector<double> ReferenceGemmRows(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b,
-                                      int n, int k, const std::vector<int>& rows);
+std::vector<double> ReferenceGemmRows(const std::vector<uint16_t>& a,
+                                      const std::vector<uint16_t>& b, int n, int k,
+                                      const std::vector<int>& rows);
 
 struct Comparison {
   int64_t elements = 0;

@@ -38,9 +38,9 @@ ir::Operation* Op(google::protobuf::RepeatedPtrField<ir::Operation>* ops, const 
 }  // namespace
 
 std::string WarpGemmParams::Describe() const {
-  std::string repr = smem == ir::Representation::ROW_MAJOR ? absl::StrCat("pad", padding)
+  std::string repr = smem == ir::Representation::ROW_MAJOR     ? absl::StrCat("pad", padding)
                      : smem == ir::Representation::SWIZZLE_64B ? "swz64"
-                                                                : "swz128";
+                                                               : "swz128";
   return absl::StrCat(tile_m, "x", tile_n, "x", tile_k, " w", warps_m, "x", warps_n, " s", stages,
                       " ", repr, b_load_x4 ? " x4" : " x2", out == ir::F32 ? " f32" : " bf16");
 }
@@ -91,7 +91,8 @@ ir::Module MakeWarpGemm(const WarpGemmParams& p) {
   pipe->set_transfer(ir::CP_ASYNC);
   pipe->add_producers("compute");
   pipe->add_consumers("compute");
-  for (auto [name, rows] : {std::pair<const char*, int>{"a_stage", p.tile_m}, {"b_stage", p.tile_n}}) {
+  for (auto [name, rows] :
+       {std::pair<const char*, int>{"a_stage", p.tile_m}, {"b_stage", p.tile_n}}) {
     ir::Buffer* b = k->add_buffers();
     b->set_name(name);
     b->set_space(ir::SHARED);

@@ -15,14 +15,14 @@ struct WarpGemmParams {
   int warps_m = 2, warps_n = 2;
   int stages = 3;
   ir::Representation::Kind smem = ir::Representation::ROW_MAJOR;  // or SWIZZLE_64B/128B
-  int padding = 8;                 // ROW_MAJOR only
+  int padding = 8;                                                // ROW_MAJOR only
   bool b_load_x4 = true;
-  ir::DType out = ir::BF16;        // BF16 or F32
+  ir::DType out = ir::BF16;  // BF16 or F32
   ir::Arch arch = ir::SM_120F;
   std::string ptx_version = "8.8";
   std::string name = "gemm_bf16";
 
-  std::string Describe() const;    // "128x128x32 w2x2 s3 pad8 x4 bf16"
+  std::string Describe() const;  // "128x128x32 w2x2 s3 pad8 x4 bf16"
 };
 
 ir::Module MakeWarpGemm(const WarpGemmParams& p);

@@ -31,8 +31,8 @@ bool PtxasAccepts(const std::string& ptxas, const std::string& ptx, const fs::pa
                   const std::string& arch, std::string* log) {
   const fs::path src = dir / "probe.ptx";
   std::ofstream(src) << ptx;
-  auto r = base::RunSubprocess({ptxas, "-arch=" + arch, src.string(), "-o",
-                                (dir / "probe.cubin").string()});
+  auto r = base::RunSubprocess(
+      {ptxas, "-arch=" + arch, src.string(), "-o", (dir / "probe.cubin").string()});
   if (!r.ok()) {
     *log = std::string(r.status().message());
     return false;
@@ -52,14 +52,16 @@ TEST(AdmissionVsPtxas, TableVerdictEqualsPtxasForEveryDescriptorAndTarget) {
     for (const compiler::TargetInfo& t : compiler::AllTargets()) {
       SCOPED_TRACE(absl::StrCat(std::string(d.key), " on ", std::string(t.name)));
       std::string log;
-      const bool accepted = PtxasAccepts(ptxas, Probe(d, t, *tc->ptx), dir, std::string(t.name), &log);
+      const bool accepted =
+          PtxasAccepts(ptxas, Probe(d, t, *tc->ptx), dir, std::string(t.name), &log);
       ++probes;
       EXPECT_EQ(accepted, d.AdmittedOn(t.arch)) << "ptxas says:\n" << log;
       if (!d.AdmittedOn(t.arch)) continue;
       // At the table's minimum version (or the target's, if later) ptxas accepts the form.
       const compiler::PtxVersion floor = std::max(d.min_ptx, t.min_ptx);
       EXPECT_TRUE(PtxasAccepts(ptxas, Probe(d, t, floor), dir, std::string(t.name), &log))
-          << "refused at PTX " << floor.ToString() << ":\n" << log;
+          << "refused at PTX " << floor.ToString() << ":\n"
+          << log;
       if (d.min_ptx > t.min_ptx) {
         compiler::PtxVersion before = t.min_ptx;
         for (const auto& v : compiler::KnownPtxVersions())
@@ -69,14 +71,16 @@ TEST(AdmissionVsPtxas, TableVerdictEqualsPtxasForEveryDescriptorAndTarget) {
       }
     }
   }
-  EXPECT_EQ(probes, static_cast<int>(compiler::InstructionTable().size() * compiler::AllTargets().size()));
+  EXPECT_EQ(probes,
+            static_cast<int>(compiler::InstructionTable().size() * compiler::AllTargets().size()));
   fs::remove_all(dir);
 }
 
 TEST(AdmissionTable, DatacenterFormsAreAdmittedNowhere) {
   for (const compiler::InstrDescriptor& d : compiler::InstructionTable())
     if (d.datacenter_only) {
-      for (const compiler::TargetInfo& t : compiler::AllTargets()) EXPECT_FALSE(d.AdmittedOn(t.arch));
+      for (const compiler::TargetInfo& t : compiler::AllTargets())
+        EXPECT_FALSE(d.AdmittedOn(t.arch));
     }
 }
 

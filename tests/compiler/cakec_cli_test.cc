@@ -61,8 +61,7 @@ TEST(Cakec, RejectionExitsOneWithPositionedDiagnostics) {
   EXPECT_NE(r.err.find(file + ":"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("error: DIAG_PIPE_REUSE_BEFORE_RELEASE"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("^"), std::string::npos);
-  EXPECT_NE(r.err.find("repair: move the release after the final shared read"),
-            std::string::npos);
+  EXPECT_NE(r.err.find("repair: move the release after the final shared read"), std::string::npos);
 }
 
 TEST(Cakec, UnknownVerdictExitsOne) {
@@ -84,8 +83,9 @@ TEST(Cakec, MalformedInputExitsTwoWithFileLineColumn) {
 TEST(Cakec, UnknownTargetListsTheAdmittedOnes) {
   CliRun r = Cakec({"analyze", Src("examples/gemm_bf16.textproto"), "--target", "sm_100a"});
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("unknown target 'sm_100a'; admitted targets: sm_120a, sm_121a, sm_120f, sm_90"),
-            std::string::npos)
+  EXPECT_NE(
+      r.err.find("unknown target 'sm_100a'; admitted targets: sm_120a, sm_121a, sm_120f, sm_90"),
+      std::string::npos)
       << r.err;
 }
 
@@ -96,22 +96,23 @@ TEST(Cakec, MissingFileAndUsageErrorsExitTwo) {
 }
 
 TEST(Cakec, MissingToolchainIsOneClearLine) {
-  CliRun r = Cakec({"compile", Src("examples/gemm_bf16.textproto")},
-                {{"CAKE_NVCC", "/nonexistent/nvcc"}});
+  CliRun r =
+      Cakec({"compile", Src("examples/gemm_bf16.textproto")}, {{"CAKE_NVCC", "/nonexistent/nvcc"}});
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_NE(r.err.find("nvcc not found"), std::string::npos);
   EXPECT_NE(r.err.find("make bootstrap"), std::string::npos);
   CliRun c = Cakec({"compile", Src("examples/gemm_bf16.textproto")},
-                {{"CAKE_CUOBJDUMP", "/nonexistent/cuobjdump"}});
+                   {{"CAKE_CUOBJDUMP", "/nonexistent/cuobjdump"}});
   EXPECT_EQ(c.code, 2);
   EXPECT_NE(c.err.find("cuobjdump not found"), std::string::npos) << c.err;
 }
 
 TEST(Cakec, CompileTwiceReportsACacheHit) {
   const auto dir = testing::FreshDir("cakec_store");
-  const std::vector<std::string> args = {"compile", Src("examples/gemm_bf16.textproto"),
-                                         "--target", "sm_120f", "--json", "--store", dir.string()};
+  const std::vector<std::string> args = {
+      "compile",   Src("examples/gemm_bf16.textproto"), "--target", "sm_120f", "--json", "--store",
+      dir.string()};
   CliRun first = Cakec(args);
   ASSERT_EQ(first.code, 0) << first.err;
   EXPECT_NE(first.out.find("\"cache\": \"MISS\""), std::string::npos);

@@ -139,7 +139,8 @@ TEST(Examples, NonGemmExamplesAreLegalOnTheirTargetButNotLowered) {
     ASSERT_NE(target, nullptr);
     const auto a = compiler::Analyze(parsed, *target);
     EXPECT_EQ(a->report.verdict(), report::UNDETERMINED);
-    for (const auto& d : a->report.diagnostics()) EXPECT_NE(d.severity(), report::ERROR) << d.message();
+    for (const auto& d : a->report.diagnostics())
+      EXPECT_NE(d.severity(), report::ERROR) << d.message();
   }
 }
 

@@ -37,7 +37,8 @@ TEST(Emission, EveryLoweredOperationHasASourceRange) {
   auto r = compiler::Emit(parsed, **compiler::TargetByName("sm_120f"));
   ASSERT_TRUE(r.source);
   std::set<std::string> mapped;
-  const int lines = static_cast<int>(std::count(r.source->text.begin(), r.source->text.end(), '\n'));
+  const int lines =
+      static_cast<int>(std::count(r.source->text.begin(), r.source->text.end(), '\n'));
   for (const auto& range : r.source->op_lines) {
     mapped.insert(range.op_id());
     EXPECT_GE(range.first_line(), 1);
@@ -71,8 +72,8 @@ TEST(Emission, DistinctDecisionsGiveDistinctSource) {
 }
 
 TEST(Emission, RejectedScheduleEmitsNothing) {
-  const auto parsed = testing::MustParse(testing::SourceDir() /
-                                         "tests/corpus/illegal/pipe_reuse_before_release.textproto");
+  const auto parsed = testing::MustParse(
+      testing::SourceDir() / "tests/corpus/illegal/pipe_reuse_before_release.textproto");
   auto r = compiler::Emit(parsed, **compiler::TargetByName("sm_120f"));
   EXPECT_FALSE(r.source.has_value());
   EXPECT_EQ(r.analysis.verdict(), report::REJECTED);

@@ -23,8 +23,15 @@ constexpr char kWritten[] = R"pb(
     name: "g"
     scalars { name: "K" multiple_of: 8 }
     launch { threads_per_cta: 64 }
-    roles { name: "b" warps: [1, 0] }
-    roles { name: "a" warps: [0] issuer: ALL_LANES }
+    roles {
+      name: "b"
+      warps: [ 1, 0 ]
+    }
+    roles {
+      name: "a"
+      warps: [ 0 ]
+      issuer: ALL_LANES
+    }
     pipelines { name: "p" stages: 2 producers: "b" producers: "a" }
   }
 )pb";
@@ -34,8 +41,16 @@ constexpr char kRewritten[] = R"pb(
   description: "free text is not part of the hash"
   kernels {
     pipelines { producers: "a" producers: "b" stages: 2 name: "p" }
-    roles { issuer: ALL_LANES warps: [0] name: "a" }
-    roles { warps: [0, 1] name: "b" issuer: ISSUER_UNSPECIFIED }
+    roles {
+      issuer: ALL_LANES
+      warps: [ 0 ]
+      name: "a"
+    }
+    roles {
+      warps: [ 0, 1 ]
+      name: "b"
+      issuer: ISSUER_UNSPECIFIED
+    }
     launch { cluster_size: 1 threads_per_cta: 64 }
     scalars { name: "K" dtype: S32 multiple_of: 8 }
     name: "g"
@@ -69,9 +84,11 @@ TEST(Hash, ChangedDecisionChangesTheHash) {
 TEST(Hash, GoldenHashesAreStableAcrossMachines) {
   EXPECT_EQ(compiler::Sha256Hex("abc"),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  EXPECT_EQ(HashOfText(kWritten), "6fd01a668531f54a13a07508cef8fbde421655c7f6053ffa53a7fa07e5ede096");
+  EXPECT_EQ(HashOfText(kWritten),
+            "6fd01a668531f54a13a07508cef8fbde421655c7f6053ffa53a7fa07e5ede096");
   auto parsed = testing::MustParse(testing::SourceDir() / "examples/gemm_bf16.textproto");
-  EXPECT_EQ(compiler::ScheduleHash(parsed.module), "1b15bcce8eb1bb2bd2f45dd05f13dfa1a7f21bd9c35cac759b7b054f2388d310");
+  EXPECT_EQ(compiler::ScheduleHash(parsed.module),
+            "1b15bcce8eb1bb2bd2f45dd05f13dfa1a7f21bd9c35cac759b7b054f2388d310");
 }
 
 // The bundled example is the default point of the proposer's schedule space.

@@ -12,14 +12,16 @@ TEST(Parse, MalformedTextNamesFileLineAndColumn) {
                                      "bad.textproto");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(std::string(r.status().message()), "bad.textproto:3:15: Expected \":\", found \"8.8\".");
+  EXPECT_EQ(std::string(r.status().message()),
+            "bad.textproto:3:15: Expected \":\", found \"8.8\".");
 }
 
 TEST(Parse, UnknownFieldIsAnError) {
   auto r = compiler::ParseModuleText("name: \"x\"\nbogus_field: 3\n", "f.textproto");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(std::string(r.status().message()),
-            "f.textproto:2:12: Message type \"cake.ir.Module\" has no field named \"bogus_field\".");
+  EXPECT_EQ(
+      std::string(r.status().message()),
+      "f.textproto:2:12: Message type \"cake.ir.Module\" has no field named \"bogus_field\".");
 }
 
 TEST(Parse, UnknownEnumValueIsAnError) {
@@ -31,9 +33,11 @@ TEST(Parse, UnknownEnumValueIsAnError) {
 }
 
 TEST(Parse, InvalidUtf8StringIsAnError) {
-  auto r = compiler::ParseModuleText("name: \"ok\"\nkernels { name: \"\\377\\376\" }\n", "u.textproto");
+  auto r =
+      compiler::ParseModuleText("name: \"ok\"\nkernels { name: \"\\377\\376\" }\n", "u.textproto");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(std::string(r.status().message()), "u.textproto:2:11: field \"name\" is not valid UTF-8");
+  EXPECT_EQ(std::string(r.status().message()),
+            "u.textproto:2:11: field \"name\" is not valid UTF-8");
 }
 
 TEST(Parse, MissingFileIsNotFound) {

@@ -105,8 +105,8 @@ TEST(ReceiptSpace, EveryCandidateCompiles) {
 // output directory for it.
 TEST(ReceiptSpace, RejectedScheduleHasNoReceipt) {
   const fs::path store = testing::FreshDir("cake_receipts_rejected");
-  compiler::ParsedModule parsed = testing::MustParse(
-      testing::SourceDir() / "tests/corpus/illegal/forbidden_wgmma.textproto");
+  compiler::ParsedModule parsed =
+      testing::MustParse(testing::SourceDir() / "tests/corpus/illegal/forbidden_wgmma.textproto");
   compiler::CompileOptions opts;
   opts.store_root = store.string();
   auto target = compiler::TargetByName("sm_120f");

@@ -11,15 +11,44 @@
 namespace cake::fuzz {
 
 inline std::string Mutate(const std::string& text, std::mt19937_64& rng) {
-  static const char* kNumbers[] = {"0", "-1", "1", "2", "3", "7", "8", "15", "17", "31", "33",
-                                   "64", "255", "256", "1023", "1024", "4096", "65536",
-                                   "2147483647", "-2147483648", "9223372036854775807"};
-  static const char* kWords[] = {
-      "SM_90", "SM_120A", "BF16", "F16", "F32", "E4M3", "E2M1", "UE8M0", "COL_MAJOR",
-      "ROW_MAJOR", "SWIZZLE_128B", "SWIZZLE_64B", "PACKED_FP4", "TMA", "CP_ASYNC", "SYNC_STORE",
-      "MASK_NONE", "MASK_ZERO_FILL", "NON_UNIFORM", "LDMATRIX_X4_TRANS", "LDMATRIX_X2",
-      "LDMATRIX_M16N16_B8", "WARPGROUP_ASYNC", "M16N8K32", "M8N8K4", "OPERAND_B", "READ_ONLY",
-      "ELECTED_LANE", "TILE_N_K", "\"\"", "\"A\"", "\"acc\"", "\"ab\"", "\"compute\""};
+  static const char* kNumbers[] = {
+      "0",    "-1",   "1",    "2",     "3",          "7",           "8",
+      "15",   "17",   "31",   "33",    "64",         "255",         "256",
+      "1023", "1024", "4096", "65536", "2147483647", "-2147483648", "9223372036854775807"};
+  static const char* kWords[] = {"SM_90",
+                                 "SM_120A",
+                                 "BF16",
+                                 "F16",
+                                 "F32",
+                                 "E4M3",
+                                 "E2M1",
+                                 "UE8M0",
+                                 "COL_MAJOR",
+                                 "ROW_MAJOR",
+                                 "SWIZZLE_128B",
+                                 "SWIZZLE_64B",
+                                 "PACKED_FP4",
+                                 "TMA",
+                                 "CP_ASYNC",
+                                 "SYNC_STORE",
+                                 "MASK_NONE",
+                                 "MASK_ZERO_FILL",
+                                 "NON_UNIFORM",
+                                 "LDMATRIX_X4_TRANS",
+                                 "LDMATRIX_X2",
+                                 "LDMATRIX_M16N16_B8",
+                                 "WARPGROUP_ASYNC",
+                                 "M16N8K32",
+                                 "M8N8K4",
+                                 "OPERAND_B",
+                                 "READ_ONLY",
+                                 "ELECTED_LANE",
+                                 "TILE_N_K",
+                                 "\"\"",
+                                 "\"A\"",
+                                 "\"acc\"",
+                                 "\"ab\"",
+                                 "\"compute\""};
   std::string s = text;
   std::uniform_int_distribution<int> kind(0, 5);
   std::vector<std::string> lines;
@@ -40,7 +69,8 @@ inline std::string Mutate(const std::string& text, std::mt19937_64& rng) {
     case 0: {  // a number -> boundary value
       static const std::regex kNum(R"(-?\b\d+\b)");
       std::vector<std::pair<size_t, size_t>> spans;
-      for (auto it = std::sregex_iterator(s.begin(), s.end(), kNum); it != std::sregex_iterator(); ++it)
+      for (auto it = std::sregex_iterator(s.begin(), s.end(), kNum); it != std::sregex_iterator();
+           ++it)
         spans.emplace_back(it->position(), it->length());
       if (spans.empty()) return s;
       auto [pos, len] = spans[pick(spans.size())];
@@ -49,7 +79,8 @@ inline std::string Mutate(const std::string& text, std::mt19937_64& rng) {
     case 1: {  // an enum name or string -> another
       static const std::regex kTok(R"(\b[A-Z][A-Z0-9_]{2,}\b|"[^"\n]*")");
       std::vector<std::pair<size_t, size_t>> spans;
-      for (auto it = std::sregex_iterator(s.begin(), s.end(), kTok); it != std::sregex_iterator(); ++it)
+      for (auto it = std::sregex_iterator(s.begin(), s.end(), kTok); it != std::sregex_iterator();
+           ++it)
         spans.emplace_back(it->position(), it->length());
       if (spans.empty()) return s;
       auto [pos, len] = spans[pick(spans.size())];

@@ -63,8 +63,8 @@ class HopperWitness : public ::testing::Test {
     if (const char* dir = std::getenv("CAKE_EVIDENCE_DIR"); dir != nullptr && ctx_ != nullptr) {
       nlohmann::json doc;
       doc["device"] = ctx_->name();
-      doc["compute_capability"] = std::to_string(ctx_->compute_major()) + "." +
-                                  std::to_string(ctx_->compute_minor());
+      doc["compute_capability"] =
+          std::to_string(ctx_->compute_major()) + "." + std::to_string(ctx_->compute_minor());
       doc["driver_version"] = driver_->driver_version;
       doc["witness"] = "sm_90 Hopper witness of the portable subset; no SM120 execution witness";
       doc["runs"] = evidence_;
@@ -113,8 +113,8 @@ class HopperWitness : public ::testing::Test {
       ASSERT_TRUE(db->Upload(b.data(), b.size() * 2).ok());
       // Poison: all-ones is NaN in both BF16 and FP32; any element left unwritten fails.
       ASSERT_TRUE(dc->Fill32(0xFFFFFFFFu).ok());
-      absl::Status launched = (*kernel)->Launch(nullptr, da->ptr(), db->ptr(), dc->ptr(), s.m,
-                                                s.n, s.k);
+      absl::Status launched =
+          (*kernel)->Launch(nullptr, da->ptr(), db->ptr(), dc->ptr(), s.m, s.n, s.k);
       ASSERT_TRUE(launched.ok()) << launched;
       ASSERT_TRUE(driver_->Check(driver_->CtxSynchronize(), "cuCtxSynchronize").ok());
       std::vector<double> out(out_elems);
@@ -141,7 +141,8 @@ class HopperWitness : public ::testing::Test {
       row["out_of_tolerance"] = cmp.out_of_tolerance;
       row["max_abs_error"] = cmp.max_abs_error;
       row["relative_l2_error"] = cmp.relative_l2_error;
-      row["tolerance"] = {{"rtol", tol.rtol}, {"atol", tol.atol}, {"max_rel_l2", tol.max_relative_l2}};
+      row["tolerance"] = {
+          {"rtol", tol.rtol}, {"atol", tol.atol}, {"max_rel_l2", tol.max_relative_l2}};
       row["passed"] = cmp.passed;
       evidence_.push_back(row);
       EXPECT_TRUE(cmp.passed) << params.Describe() << " shape " << s.m << "x" << s.n << "x" << s.k

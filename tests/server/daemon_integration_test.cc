@@ -246,7 +246,8 @@ TEST_F(DaemonTest, CrashedAndHungWorkersLeaveFailureRecordsAndTheNextJobSucceeds
   EXPECT_NE(c1.status_note().find("killed by signal 9"), std::string::npos) << c1.status_note();
   const evidence::Candidate c3 = get(hung.candidate_id());
   EXPECT_EQ(c3.state(), evidence::REJECTED);
-  EXPECT_NE(c3.status_note().find("timed out after 20000 ms"), std::string::npos) << c3.status_note();
+  EXPECT_NE(c3.status_note().find("timed out after 20000 ms"), std::string::npos)
+      << c3.status_note();
   service::StatusReply st;
   ASSERT_TRUE(d.stub()->Status(d.Ctx().get(), {}, &st).ok());
   EXPECT_EQ(st.recent_failures_size(), 2);

@@ -1,0 +1,87 @@
+// The worker sandbox with the real cake-worker: framed request/reply, and crash, hang and
+// garbage each turned into a readable failure.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "gpuqueue/framing.h"
+#include "gpuqueue/sandbox.h"
+#include "tests/compiler/test_util.h"
+
+namespace cake {
+namespace {
+
+namespace fs = std::filesystem;
+
+gpuqueue::SandboxOptions Options(const fs::path& faults) {
+  gpuqueue::SandboxOptions o;
+  o.worker_path = CAKE_WORKER_PATH;
+  o.timeout = std::chrono::milliseconds(1500);
+  o.env["CAKE_WORKER_FAULT_DIR"] = faults.string();
+  o.env["CAKE_LIBCUDA"] = "/nonexistent/libcuda.so.1";  // a GPU-less worker, even on a GPU host
+  return o;
+}
+
+TEST(Framing, RoundTripAndTruncation) {
+  worker::Request r;
+  r.set_job_id("j");
+  r.mutable_probe();
+  const std::string f = gpuqueue::Frame(r);
+  worker::Request back;
+  ASSERT_TRUE(gpuqueue::Unframe(f, &back).ok());
+  EXPECT_EQ(back.job_id(), "j");
+  EXPECT_FALSE(gpuqueue::Unframe(f.substr(0, f.size() - 1), &back).ok());
+  EXPECT_FALSE(gpuqueue::Unframe("\xff\xff\xff\x7f", &back).ok());
+  EXPECT_FALSE(gpuqueue::Unframe("", &back).ok());
+}
+
+TEST(Sandbox, ProbeWithoutDriverSaysNoDevice) {
+  const fs::path faults = testing::FreshDir("sandbox");
+  worker::Request r;
+  r.mutable_probe();
+  auto reply = gpuqueue::RunInWorker(r, Options(faults));
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_TRUE(reply->ok());
+  EXPECT_EQ(reply->probe().device_count(), 0);
+  EXPECT_NE(reply->probe().reason().find("no CUDA driver"), std::string::npos);
+}
+
+TEST(Sandbox, ValidateWithoutDeviceFailsPlainly) {
+  const fs::path faults = testing::FreshDir("sandbox");
+  worker::Request r;
+  r.mutable_validate();
+  auto reply = gpuqueue::RunInWorker(r, Options(faults));
+  ASSERT_TRUE(reply.ok());
+  EXPECT_FALSE(reply->ok());
+  EXPECT_NE(reply->error().find("no execution device"), std::string::npos) << reply->error();
+}
+
+TEST(Sandbox, CrashHangAndBadRequestBecomeFailures) {
+  const fs::path faults = testing::FreshDir("sandbox");
+  worker::Request r;
+  r.mutable_probe();
+  std::ofstream(faults / "probe.crash") << "";
+  auto crashed = gpuqueue::RunInWorker(r, Options(faults));
+  ASSERT_FALSE(crashed.ok());
+  EXPECT_EQ(crashed.status().code(), absl::StatusCode::kAborted);
+  EXPECT_NE(crashed.status().message().find("killed by signal 9"), absl::string_view::npos);
+
+  std::ofstream(faults / "probe.hang") << "";
+  const auto start = std::chrono::steady_clock::now();
+  auto hung = gpuqueue::RunInWorker(r, Options(faults));
+  ASSERT_FALSE(hung.ok());
+  EXPECT_NE(hung.status().message().find("timed out after 1500 ms"), absl::string_view::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+
+  // The next job runs in a fresh process and succeeds.
+  auto fine = gpuqueue::RunInWorker(r, Options(faults));
+  EXPECT_TRUE(fine.ok());
+
+  auto o = Options(faults);
+  o.worker_path = "/nonexistent/cake-worker";
+  EXPECT_EQ(gpuqueue::RunInWorker(r, o).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace cake

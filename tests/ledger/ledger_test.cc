@@ -1,0 +1,212 @@
+// The ledger against real SQLite files: schema and identity, immutability of contracts,
+// exactly-once job records, restart recovery, refusal of foreign and newer files.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <filesystem>
+
+#include "ledger/ledger.h"
+#include "tests/compiler/test_util.h"
+
+namespace cake {
+namespace {
+
+namespace fs = std::filesystem;
+
+int Exec(const fs::path& db, const std::string& sql, std::string* err = nullptr) {
+  sqlite3* raw = nullptr;
+  sqlite3_open(db.c_str(), &raw);
+  char* msg = nullptr;
+  const int rc = sqlite3_exec(raw, sql.c_str(), nullptr, nullptr, &msg);
+  if (err && msg) *err = msg;
+  sqlite3_free(msg);
+  sqlite3_close(raw);
+  return rc;
+}
+
+int64_t Pragma(const fs::path& db, const std::string& p) {
+  sqlite3* raw = nullptr;
+  sqlite3_open(db.c_str(), &raw);
+  sqlite3_stmt* s = nullptr;
+  sqlite3_prepare_v2(raw, ("PRAGMA " + p).c_str(), -1, &s, nullptr);
+  int64_t v = -1;
+  if (sqlite3_step(s) == SQLITE_ROW) v = sqlite3_column_int64(s, 0);
+  sqlite3_finalize(s);
+  sqlite3_close(raw);
+  return v;
+}
+
+class LedgerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = testing::FreshDir("ledger"); }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+contract::Contract SmallContract() {
+  contract::Contract c;
+  c.set_name("c");
+  c.set_operation("gemm_bf16_tn");
+  return c;
+}
+
+TEST_F(LedgerTest, NewFileHasIdentityWalAndSchema) {
+  const fs::path db = dir_ / "l.db";
+  { ASSERT_TRUE(ledger::Ledger::Open(db.string()).ok()); }
+  EXPECT_EQ(Pragma(db, "application_id"), ledger::kApplicationId);
+  EXPECT_EQ(Pragma(db, "user_version"), ledger::kSchemaVersion);
+  sqlite3* raw = nullptr;
+  sqlite3_open(db.c_str(), &raw);
+  sqlite3_stmt* s = nullptr;
+  sqlite3_prepare_v2(raw, "PRAGMA journal_mode", -1, &s, nullptr);
+  ASSERT_EQ(sqlite3_step(s), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(s, 0)), "wal");
+  sqlite3_finalize(s);
+  sqlite3_close(raw);
+  // Reopening an existing ledger works and keeps its rows.
+  {
+    auto l = ledger::Ledger::Open(db.string());
+    ASSERT_TRUE(l.ok());
+    ASSERT_TRUE((*l)->InsertContract("ct-1", SmallContract()).ok());
+  }
+  auto again = ledger::Ledger::Open(db.string());
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE((*again)->GetContract("ct-1").ok());
+}
+
+TEST_F(LedgerTest, ContractsAreImmutable) {
+  const fs::path db = dir_ / "l.db";
+  {
+    auto l = ledger::Ledger::Open(db.string());
+    ASSERT_TRUE(l.ok());
+    auto existed = (*l)->InsertContract("ct-1", SmallContract());
+    ASSERT_TRUE(existed.ok());
+    EXPECT_FALSE(*existed);
+    contract::Contract changed = SmallContract();
+    changed.set_name("other");
+    // Same id again is not an update: the stored body stays.
+    EXPECT_TRUE(*(*l)->InsertContract("ct-1", changed));
+    EXPECT_EQ((*l)->GetContract("ct-1")->name(), "c");
+  }
+  std::string err;
+  EXPECT_NE(Exec(db, "UPDATE contracts SET name = 'x'", &err), SQLITE_OK);
+  EXPECT_NE(err.find("contracts are immutable"), std::string::npos) << err;
+  EXPECT_NE(Exec(db, "DELETE FROM contracts", &err), SQLITE_OK);
+}
+
+TEST_F(LedgerTest, JobAttemptsAreRecordedExactlyOnce) {
+  auto l = ledger::Ledger::Open((dir_ / "l.db").string());
+  ASSERT_TRUE(l.ok());
+  ASSERT_TRUE((*l)->BeginBoot("boot-a", 3).ok());
+  auto id = (*l)->EnqueueJob("cand", "compile", "req");
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE((*l)->MarkJobRunning(*id, 123).ok());
+  EXPECT_FALSE((*l)->MarkJobRunning(*id, 124).ok()) << "a running job cannot be taken twice";
+  ASSERT_TRUE((*l)->FinishJob(*id, true, "").ok());
+  // Recording the same (job, attempt) twice is refused by UNIQUE(job_id, attempt).
+  EXPECT_FALSE((*l)->FinishJob(*id, true, "").ok());
+  EXPECT_EQ((*l)->GetJob(*id)->state, ledger::JobState::kDone);
+}
+
+TEST_F(LedgerTest, RestartRequeuesRunningJobsThenGivesUp) {
+  const fs::path db = dir_ / "l.db";
+  int64_t job = 0;
+  {
+    auto l = ledger::Ledger::Open(db.string());
+    ASSERT_TRUE((*l)->BeginBoot("boot-1", 2).ok());
+    job = *(*l)->EnqueueJob("cand", "compile", "req");
+    ASSERT_TRUE((*l)->EnqueueJob("cand2", "compile", "req").ok());
+    ASSERT_TRUE((*l)->MarkJobRunning(job, 1).ok());
+  }  // the daemon dies with job RUNNING
+  {
+    auto l = ledger::Ledger::Open(db.string());
+    auto rec = (*l)->BeginBoot("boot-2", 2);
+    ASSERT_TRUE(rec.ok());
+    EXPECT_EQ(rec->requeued, 1);
+    EXPECT_EQ(rec->queued, 2);
+    EXPECT_EQ((*l)->GetJob(job)->state, ledger::JobState::kQueued);
+    ASSERT_TRUE((*l)->MarkJobRunning(job, 2).ok());
+  }  // dies again: attempt 2 of 2
+  auto l = ledger::Ledger::Open(db.string());
+  auto rec = (*l)->BeginBoot("boot-3", 2);
+  ASSERT_TRUE(rec.ok());
+  EXPECT_EQ(rec->failed, 1);
+  const ledger::Job j = *(*l)->GetJob(job);
+  EXPECT_EQ(j.state, ledger::JobState::kFailed);
+  EXPECT_NE(j.error.find("interrupted 2 times"), std::string::npos);
+  auto events = (*l)->EventsAfter(0, 100);
+  int requeued = 0;
+  for (const auto& e : *events) requeued += e.kind == "job_requeued";
+  EXPECT_EQ(requeued, 1);
+}
+
+TEST_F(LedgerTest, RefusesForeignNewerAndCorruptFilesWithoutTouchingThem) {
+  const fs::path foreign = dir_ / "foreign.db";
+  ASSERT_EQ(Exec(foreign, "PRAGMA application_id = 7; CREATE TABLE t(x);"), SQLITE_OK);
+  const auto size = fs::file_size(foreign);
+  auto f = ledger::Ledger::Open(foreign.string());
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(f.status().message().find("another application"), absl::string_view::npos);
+  EXPECT_EQ(fs::file_size(foreign), size);
+  EXPECT_EQ(Pragma(foreign, "application_id"), 7);
+
+  const fs::path newer = dir_ / "newer.db";
+  { ASSERT_TRUE(ledger::Ledger::Open(newer.string()).ok()); }
+  ASSERT_EQ(Exec(newer, "PRAGMA user_version = 99"), SQLITE_OK);
+  auto n = ledger::Ledger::Open(newer.string());
+  ASSERT_FALSE(n.ok());
+  EXPECT_NE(n.status().message().find("newer"), absl::string_view::npos);
+  EXPECT_EQ(Pragma(newer, "user_version"), 99);
+
+  const fs::path junk = dir_ / "junk.db";
+  std::ofstream(junk) << std::string(4096, '\x5a');
+  auto j = ledger::Ledger::Open(junk.string());
+  ASSERT_FALSE(j.ok());
+  EXPECT_EQ(testing::ReadText(junk), std::string(4096, '\x5a'));
+}
+
+TEST_F(LedgerTest, CandidatesDeduplicateByScheduleHashAndKeepTheirEvidence) {
+  auto l = ledger::Ledger::Open((dir_ / "l.db").string());
+  ASSERT_TRUE((*l)->InsertContract("ct-1", SmallContract()).ok());
+  evidence::Candidate c;
+  c.set_contract_id("ct-1");
+  c.set_schedule_hash(std::string(64, 'a'));
+  c.set_schedule_text("x");
+  c.set_state(evidence::PROPOSED);
+  c.set_proposer("agent");
+  c.mutable_hypothesis()->set_expected_effect("faster");
+  auto first = (*l)->InsertCandidate(c, "k1");
+  ASSERT_TRUE(first.ok());
+  EXPECT_FALSE(first->existed);
+  auto dup = (*l)->InsertCandidate(c, "");
+  EXPECT_TRUE(dup->existed);
+  EXPECT_EQ(dup->id, first->id);
+  evidence::Validation v;
+  v.set_passed(true);
+  ASSERT_TRUE((*l)->PutValidation(first->id, 1, v).ok());
+  ASSERT_TRUE((*l)->SetCandidateState(first->id, evidence::VALIDATED,
+                                      evidence::CANDIDATE_STATE_UNSPECIFIED, "")
+                  .ok());
+  evidence::Measurement m;
+  m.set_incumbent("c0");
+  evidence::RowTiming* row = m.add_rows();
+  row->set_row("r");
+  for (int i = 0; i < 4; ++i) {
+    row->add_incumbent_us(100 + i);
+    row->add_challenger_us(90 + i);
+    row->add_challenger_first(i % 2);
+  }
+  ASSERT_TRUE((*l)->PutMeasurement(first->id, m).ok());
+  auto got = (*l)->GetCandidate(first->id);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->state(), evidence::VALIDATED);
+  EXPECT_TRUE(got->validation().passed());
+  EXPECT_EQ(got->hypothesis().expected_effect(), "faster");
+  ASSERT_EQ(got->measurements_size(), 1);
+  EXPECT_EQ(got->measurements(0).rows(0).challenger_us_size(), 4);
+  EXPECT_EQ((*l)->GetCandidate("nope").status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace cake
