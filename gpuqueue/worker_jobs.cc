@@ -12,6 +12,7 @@
 #include "compiler/compiler.h"
 #include "cuda_driver.h"
 #include "gemm_kernel.h"
+#include "gemm_timing.h"
 #include "paired_verdict.h"
 #include "workloads/gemm_oracle.h"
 
@@ -45,63 +46,6 @@ worker::Reply RunCompile(const worker::CompileJob& job) {
     if (c->receipt) *r->mutable_receipt() = *c->receipt;
   }
   return reply;
-}
-
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-struct Gpu {
-  std::unique_ptr<CudaDriver> driver;
-  std::unique_ptr<ScopedContext> ctx;
-};
-
-absl::StatusOr<Gpu> OpenGpu() {
-  Gpu g;
-  auto d = CudaDriver::Load();
-  if (!d.ok()) return d.status();
-  g.driver = std::move(*d);
-  auto c = ScopedContext::Open(*g.driver, 0);
-  if (!c.ok()) return c.status();
-  g.ctx = std::move(*c);
-  return g;
-}
-
-absl::StatusOr<std::unique_ptr<GemmKernel>> LoadKernel(const Gpu& g, const worker::KernelRef& ref) {
-  const std::string cubin = ReadFile(fs::path(ref.receipt().artifact_dir()) / "kernel.cubin");
-  if (cubin.empty() || compiler::Sha256Hex(cubin) != ref.receipt().cubin_sha256())
-    return absl::DataLossError(
-        absl::StrCat("artifact of ", ref.candidate(), " does not match its receipt's cubin hash"));
-  return GemmKernel::Load(*g.driver, cubin, ref.receipt());
-}
-
-struct RowBuffers {
-  std::vector<uint16_t> a, b;
-  std::optional<DeviceBuffer> da, db, dc;
-  size_t out_bytes = 0;
-};
-
-absl::Status PrepareRow(const Gpu& g, const contract::GemmShape& s, bool bf16_out, uint64_t seed,
-                        RowBuffers* rb) {
-  std::mt19937_64 rng(seed);
-  rb->a = workloads::RandomBf16(size_t(s.m()) * s.k(), rng);
-  rb->b = workloads::RandomBf16(size_t(s.n()) * s.k(), rng);
-  rb->out_bytes = size_t(s.m()) * s.n() * (bf16_out ? 2 : 4);
-  auto da = DeviceBuffer::Allocate(*g.driver, rb->a.size() * 2);
-  auto db = DeviceBuffer::Allocate(*g.driver, rb->b.size() * 2);
-  auto dc = DeviceBuffer::Allocate(*g.driver, (rb->out_bytes + 3) / 4 * 4);
-  if (!da.ok()) return da.status();
-  if (!db.ok()) return db.status();
-  if (!dc.ok()) return dc.status();
-  rb->da.emplace(std::move(*da));
-  rb->db.emplace(std::move(*db));
-  rb->dc.emplace(std::move(*dc));
-  absl::Status st = rb->da->Upload(rb->a.data(), rb->a.size() * 2);
-  if (st.ok()) st = rb->db->Upload(rb->b.data(), rb->b.size() * 2);
-  return st;
 }
 
 worker::Reply RunValidate(const worker::ValidateJob& job) {
@@ -190,22 +134,6 @@ worker::Reply RunValidate(const worker::ValidateJob& job) {
   return reply;
 }
 
-// Times `launches` back-to-back launches between two events; microseconds per launch.
-absl::StatusOr<double> TimeLaunches(const Gpu& g, const GemmKernel& k, const RowBuffers& rb,
-                                    const contract::GemmShape& s, int launches, CUevent start,
-                                    CUevent stop) {
-  const CudaDriver& d = *g.driver;
-  absl::Status st = d.Check(d.EventRecord(start, nullptr), "cuEventRecord");
-  for (int i = 0; st.ok() && i < launches; ++i)
-    st = k.Launch(nullptr, rb.da->ptr(), rb.db->ptr(), rb.dc->ptr(), s.m(), s.n(), s.k());
-  if (st.ok()) st = d.Check(d.EventRecord(stop, nullptr), "cuEventRecord");
-  if (st.ok()) st = d.Check(d.EventSynchronize(stop), "cuEventSynchronize");
-  float ms = 0;
-  if (st.ok()) st = d.Check(d.EventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
-  if (!st.ok()) return st;
-  return 1000.0 * ms / launches;
-}
-
 worker::Reply RunMeasure(const worker::MeasureJob& job) {
   auto g = OpenGpu();
   if (!g.ok()) return Fail(absl::StrCat("no execution device: ", g.status().message()));
@@ -235,32 +163,12 @@ worker::Reply RunMeasure(const worker::MeasureJob& job) {
     RowBuffers rb;
     absl::Status st = PrepareRow(*g, row.shape(), bf16_out, job.seed() + i, &rb);
     if (!st.ok()) return Fail(std::string(st.message()));
-    // Warm-up both kernels, then size a sample to >= ~200 us so launch jitter stays small.
-    double probe_us = 0;
-    for (const GemmKernel* k : {inc->get(), cha->get()}) {
-      auto t = TimeLaunches(*g, *k, rb, row.shape(), warmup, start, stop);
-      if (!t.ok()) return Fail(std::string(t.status().message()));
-      probe_us = std::max(probe_us, *t);
-    }
-    const int launches = std::clamp(static_cast<int>(200.0 / std::max(probe_us, 1.0)) + 1,
-                                    std::max(1, proto.launches_per_sample()), 200);
-    evidence::RowTiming* rt = m->add_rows();
+    auto rt = TimePairs(*g, **inc, rb, row.shape(), **cha, rb, row.shape(), pairs, warmup,
+                        proto.launches_per_sample(), start, stop);
+    if (!rt.ok()) return Fail(std::string(rt.status().message()));
     rt->set_row(row.name());
     rt->set_required(row.required());
-    for (int p = 0; p < pairs; ++p) {
-      const bool challenger_first = p % 2 == 1;  // A B, B A, A B, ...
-      double t_inc = 0, t_cha = 0;
-      for (int half = 0; half < 2; ++half) {
-        const bool run_challenger = (half == 0) == challenger_first;
-        auto t = TimeLaunches(*g, run_challenger ? **cha : **inc, rb, row.shape(), launches, start,
-                              stop);
-        if (!t.ok()) return Fail(std::string(t.status().message()));
-        (run_challenger ? t_cha : t_inc) = *t;
-      }
-      rt->add_incumbent_us(t_inc);
-      rt->add_challenger_us(t_cha);
-      rt->add_challenger_first(challenger_first);
-    }
+    *m->add_rows() = *rt;
   }
   g->driver->EventDestroy(start);
   g->driver->EventDestroy(stop);

@@ -72,6 +72,12 @@ absl::Status CheckContract(const contract::Contract& c) {
   return absl::OkStatus();
 }
 
+// Canonical hash of the contract's baseline schedule ("" if it does not parse).
+std::string BaselineHash(const contract::Contract& c) {
+  auto parsed = compiler::ParseModuleText(c.baseline_schedule(), "baseline_schedule");
+  return parsed.ok() ? compiler::ScheduleHash(parsed->module) : "";
+}
+
 contract::Contract AgentView(contract::Contract c) {
   // Held-out rows are validated but never shown to agents.
   auto* rows = c.mutable_rows();
@@ -372,17 +378,29 @@ absl::Status Orchestrator::OnValidated(const ledger::Job& job, const worker::Rep
     CAKE_RETURN_IF_ERROR(ledger_->SetCandidateState(job.candidate_id, evidence::VALIDATED,
                                                     evidence::CANDIDATE_STATE_UNSPECIFIED, ""));
     CAKE_ASSIGN_OR_RETURN(std::string incumbent, ledger_->Incumbent(cand.contract_id()));
-    if (incumbent.empty()) {
-      // The first validated candidate (the contract's baseline) becomes the incumbent: there is
-      // nothing to beat.
-      CAKE_RETURN_IF_ERROR(ledger_->SetIncumbent(cand.contract_id(), job.candidate_id,
-                                                 "baseline: first validated candidate"));
-      return ledger_->SetCandidateState(job.candidate_id, evidence::CONFIRMED_WINNER,
-                                        evidence::CANDIDATE_STATE_UNSPECIFIED,
-                                        "incumbent (baseline)");
+    if (!incumbent.empty()) {
+      if (incumbent == job.candidate_id) return absl::OkStatus();
+      return EnqueueMeasure(job.candidate_id, incumbent, 0).status();
     }
-    if (incumbent == job.candidate_id) return absl::OkStatus();
-    return EnqueueMeasure(job.candidate_id, incumbent, 0).status();
+    CAKE_ASSIGN_OR_RETURN(contract::Contract c, ledger_->GetContract(cand.contract_id()));
+    if (cand.schedule_hash() != BaselineHash(c))
+      // Only the contract's baseline becomes the first incumbent; others wait for it.
+      return ledger_->SetCandidateState(job.candidate_id, evidence::VALIDATED,
+                                        evidence::CANDIDATE_STATE_UNSPECIFIED,
+                                        "waiting for the contract baseline to be validated");
+    CAKE_RETURN_IF_ERROR(ledger_->SetIncumbent(cand.contract_id(), job.candidate_id,
+                                               "baseline of the contract, validated"));
+    CAKE_RETURN_IF_ERROR(ledger_->SetCandidateState(job.candidate_id, evidence::CONFIRMED_WINNER,
+                                                    evidence::CANDIDATE_STATE_UNSPECIFIED,
+                                                    "incumbent (baseline)"));
+    // Candidates that validated before the baseline are measured against it now.
+    CAKE_ASSIGN_OR_RETURN(std::vector<evidence::Candidate> all,
+                          ledger_->ListCandidates(cand.contract_id(), 0));
+    for (const evidence::Candidate& other : all)
+      if (other.id() != job.candidate_id && other.state() == evidence::VALIDATED &&
+          other.validation().passed())
+        CAKE_RETURN_IF_ERROR(EnqueueMeasure(other.id(), job.candidate_id, 0).status());
+    return absl::OkStatus();
   });
 }
 
