@@ -25,10 +25,10 @@ std::string ReadFile(const fs::path& p) {
 // Times `launches` back-to-back launches between two events; microseconds per launch.
 absl::StatusOr<double> TimeLaunches(const Gpu& g, const GemmKernel& k, const RowBuffers& rb,
                                     const contract::GemmShape& s, int launches, CUevent start,
-                                    CUevent stop) {
+                                    CUevent stop, int extra = 0) {
   const CudaDriver& d = *g.driver;
   absl::Status st = d.Check(d.EventRecord(start, nullptr), "cuEventRecord");
-  for (int i = 0; st.ok() && i < launches; ++i)
+  for (int i = 0; st.ok() && i < launches + extra; ++i)
     st = k.Launch(nullptr, rb.da->ptr(), rb.db->ptr(), rb.dc->ptr(), s.m(), s.n(), s.k());
   if (st.ok()) st = d.Check(d.EventRecord(stop, nullptr), "cuEventRecord");
   if (st.ok()) st = d.Check(d.EventSynchronize(stop), "cuEventSynchronize");
@@ -85,7 +85,7 @@ absl::StatusOr<evidence::RowTiming> TimePairs(const Gpu& g, const GemmKernel& in
                                               const GemmKernel& cha, const RowBuffers& cha_rb,
                                               const contract::GemmShape& cha_shape, int pairs,
                                               int warmup, int min_launches, CUevent start,
-                                              CUevent stop) {
+                                              CUevent stop, int challenger_extra_launches) {
   double probe_us = 0;
   auto w1 = TimeLaunches(g, inc, inc_rb, inc_shape, warmup, start, stop);
   if (!w1.ok()) return w1.status();
@@ -100,7 +100,8 @@ absl::StatusOr<evidence::RowTiming> TimePairs(const Gpu& g, const GemmKernel& in
     double t_inc = 0, t_cha = 0;
     for (int half = 0; half < 2; ++half) {
       const bool run_challenger = (half == 0) == challenger_first;
-      auto t = run_challenger ? TimeLaunches(g, cha, cha_rb, cha_shape, launches, start, stop)
+      auto t = run_challenger ? TimeLaunches(g, cha, cha_rb, cha_shape, launches, start, stop,
+                                             challenger_extra_launches)
                               : TimeLaunches(g, inc, inc_rb, inc_shape, launches, start, stop);
       if (!t.ok()) return t.status();
       (run_challenger ? t_cha : t_inc) = *t;

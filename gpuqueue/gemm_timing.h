@@ -39,6 +39,8 @@ absl::Status PrepareRow(const Gpu& g, const contract::GemmShape& s, bool bf16_ou
 
 // Warm-up, then `pairs` paired samples; each sample averages enough back-to-back launches to
 // last >= ~200 us (at least `min_launches`). Samples in microseconds per launch.
+// `challenger_extra_launches` > 0 plants extra work in the challenger (its sample runs that many
+// more launches, divided by the same count): used only by the protocol benchmark.
 absl::StatusOr<evidence::RowTiming> TimePairs(
     const Gpu& g, const GemmKernel& incumbent, const RowBuffers& inc_buffers,
     const contract::GemmShape& inc_shape, const GemmKernel& challenger,
