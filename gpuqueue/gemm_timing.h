@@ -45,6 +45,6 @@ absl::StatusOr<evidence::RowTiming> TimePairs(
     const Gpu& g, const GemmKernel& incumbent, const RowBuffers& inc_buffers,
     const contract::GemmShape& inc_shape, const GemmKernel& challenger,
     const RowBuffers& cha_buffers, const contract::GemmShape& cha_shape, int pairs, int warmup,
-    int min_launches, CUevent start, CUevent stop);
+    int min_launches, CUevent start, CUevent stop, int challenger_extra_launches = 0);
 
 }  // namespace cake::gpuqueue
