@@ -2,11 +2,7 @@
 # Runs the main job (scripts/demo.sh) on a GPU machine from binaries built elsewhere: carried
 # build/device (scripts/device_bundle.sh) and .toolchain. Saves the transcript, ledger and daemon log to $OUT.
 set -uo pipefail
-out=${OUT:-evidence-out}
-mkdir -p "$out"
-export LD_LIBRARY_PATH="$PWD/build/device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export CAKE_CUOBJDUMP="$PWD/.toolchain/bin/cuobjdump"
-export CAKE_NVCC=${CAKE_NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+. "$(dirname "$0")/env.sh"
 export CAKE_DEMO_STATE=/tmp/caked-demo-state
 rm -rf "$CAKE_DEMO_STATE" && mkdir -p "$CAKE_DEMO_STATE"
 {

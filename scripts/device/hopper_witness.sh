@@ -3,11 +3,7 @@
 # build made elsewhere: carried build/device (scripts/device_bundle.sh: stripped binaries and the shared libraries
 # the image lacks) and .toolchain (cuobjdump). Writes evidence files under $OUT (or ./evidence-out).
 set -uo pipefail
-out=${OUT:-evidence-out}
-mkdir -p "$out"
-export LD_LIBRARY_PATH="$PWD/build/device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export CAKE_CUOBJDUMP="$PWD/.toolchain/bin/cuobjdump"
-export CAKE_NVCC=${CAKE_NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+. "$(dirname "$0")/env.sh"
 export CAKE_EVIDENCE_DIR="$out"
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
