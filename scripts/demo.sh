@@ -43,6 +43,8 @@ incumbent=$("$bin/cakectl" -o json status | python3 -c 'import json,sys; s=json.
 if [ -n "$incumbent" ]; then
   echo "== cakectl show $incumbent (incumbent)"
   "$bin/cakectl" -o table show "$incumbent"
+  echo "== cakectl regress --contract $contract (CI's regression run: re-validates the incumbent)"
+  "$bin/cakectl" regress --contract "$contract" || echo "  regress exit code $?"
 fi
 
 echo "== ledger rows ($state/ledger.db)"
