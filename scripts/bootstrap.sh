@@ -35,7 +35,9 @@ toolchain="$root/.toolchain"
 wheel_version=13.2.51
 if [ ! -x "$cuda_bin/cuobjdump" ] && [ ! -x "$toolchain/bin/cuobjdump" ]; then
   echo "bootstrap: installing nvidia-cuda-cuobjdump/nvdisasm==$wheel_version into .toolchain/" >&2
-  python3 -m pip install -q --disable-pip-version-check --target "$toolchain/py" \
+  # --target keeps it project-local; Debian marks its python "externally managed", which only
+  # guards system-wide installs.
+  PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --disable-pip-version-check --target "$toolchain/py" \
     "nvidia-cuda-cuobjdump==$wheel_version" "nvidia-cuda-nvdisasm==$wheel_version" >&2
   mkdir -p "$toolchain/bin"
   for tool in cuobjdump nvdisasm; do
