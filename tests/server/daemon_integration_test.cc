@@ -9,6 +9,7 @@
 
 #include <set>
 
+#include "base/subprocess.h"
 #include "compiler/canonical.h"
 #include "daemon_fixture.h"
 #include "tests/compiler/test_util.h"
@@ -308,6 +309,48 @@ TEST_F(DaemonTest, RefusesForeignOrCorruptLedgerAndNeverOverwritesIt) {
   EXPECT_FALSE(d2.Start());
   EXPECT_NE(d2.Log().find("refusing"), std::string::npos) << d2.Log();
   EXPECT_EQ(compiler::Sha256Hex(Daemon::Read(db)), garbage);
+}
+
+}  // namespace
+}  // namespace cake
+
+namespace cake {
+namespace {
+
+int Cakectl(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
+            std::string* out = nullptr) {
+  std::vector<std::string> argv = {CAKECTL_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  base::SubprocessOptions opts;
+  opts.env = env;
+  auto r = base::RunSubprocess(argv, opts);
+  EXPECT_TRUE(r.ok());
+  if (out) *out = r->stdout_bytes + r->stderr_bytes;
+  return r->exit_code;
+}
+
+TEST_F(DaemonTest, CakectlExitCodes) {
+  Daemon d(state_);
+  ASSERT_TRUE(d.Start()) << d.Log();
+  const std::map<std::string, std::string> env = {
+      {"CAKE_ADDR", d.Address()}, {"CAKE_TOKEN_FILE", (state_ / "tokens" / "operator").string()}};
+  std::string out;
+  EXPECT_EQ(Cakectl({"-o", "json", "status"}, env, &out), 0) << out;
+  EXPECT_NE(out.find("\"boot_id\""), std::string::npos);
+  EXPECT_EQ(Cakectl({"frobnicate"}, env), 2);
+  EXPECT_EQ(Cakectl({"show", "c404-missing"}, env, &out), 1) << out;
+  auto agent = env;
+  agent["CAKE_TOKEN_FILE"] = (state_ / "tokens" / "agent").string();
+  EXPECT_EQ(Cakectl({"contract", "create",
+                     (testing::SourceDir() / "contracts/gemm_bf16.textproto").string()},
+                    agent, &out),
+            4)
+      << out;
+  auto missing = env;
+  missing["CAKE_TOKEN_FILE"] = "/nonexistent/token";
+  EXPECT_EQ(Cakectl({"status"}, missing), 4);
+  d.Stop();
+  EXPECT_EQ(Cakectl({"status"}, env, &out), 5) << out;
 }
 
 }  // namespace
