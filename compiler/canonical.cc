@@ -73,13 +73,15 @@ ir::Module Canonicalize(const ir::Module& module) {
   return c;
 }
 
-std::string CanonicalBytes(const ir::Module& canonical) {
+std::string CanonicalBytes(const ir::Module& canonical) { return DeterministicBytes(canonical); }
+
+std::string DeterministicBytes(const google::protobuf::Message& m) {
   std::string out;
   {
     google::protobuf::io::StringOutputStream raw(&out);
     google::protobuf::io::CodedOutputStream coded(&raw);
     coded.SetSerializationDeterministic(true);
-    canonical.SerializeToCodedStream(&coded);
+    m.SerializeToCodedStream(&coded);
   }
   return out;
 }

@@ -24,6 +24,10 @@ ir::Module Canonicalize(const ir::Module& module);
 // Deterministic bytes of an already canonical module.
 std::string CanonicalBytes(const ir::Module& canonical);
 
+// Deterministic proto3 binary serialization of any message (fields in field-number order): the
+// byte form content hashes are taken over.
+std::string DeterministicBytes(const google::protobuf::Message& m);
+
 // Lower-case hex SHA-256 of the canonical form of `module`.
 std::string ScheduleHash(const ir::Module& module);
 

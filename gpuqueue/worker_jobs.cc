@@ -2,10 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "compiler/canonical.h"
@@ -18,8 +15,6 @@
 
 namespace cake::gpuqueue {
 namespace {
-
-namespace fs = std::filesystem;
 
 worker::Reply Fail(const std::string& error) {
   worker::Reply r;

@@ -8,8 +8,6 @@
 #include "compiler/parse.h"
 #include "compiler/status_macros.h"
 #include "compiler/targets.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "gpuqueue/nvml.h"
 #include "gpuqueue/sandbox.h"
 #include "spdlog/spdlog.h"
@@ -24,14 +22,8 @@ bool IsGpuKind(const std::string& kind) {
 }
 
 std::string ContractId(const contract::Contract& c) {
-  std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream raw(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&raw);
-    coded.SetSerializationDeterministic(true);
-    c.SerializeToCodedStream(&coded);
-  }
-  return "ct-" + compiler::Sha256Hex("cake-contract-v1\n" + bytes).substr(0, 16);
+  return "ct-" +
+         compiler::Sha256Hex("cake-contract-v1\n" + compiler::DeterministicBytes(c)).substr(0, 16);
 }
 
 uint64_t FreshSeed() {
