@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 
@@ -21,6 +22,50 @@ absl::Status CudaDriver::Check(CUresult r, const char* what) const {
   if (GetErrorName) GetErrorName(r, &name);
   if (GetErrorString) GetErrorString(r, &text);
   return absl::InternalError(absl::StrCat(what, " failed: ", name, " (", text, ")"));
+}
+
+bool IsStickyError(CUresult r) {
+  switch (r) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+    case CUDA_ERROR_DEVICE_UNAVAILABLE:
+    case CUDA_ERROR_DEVICE_NOT_LICENSED:
+    case CUDA_ERROR_UNKNOWN:
+      return true;
+    default:
+      return false;
+  }
+}
+
+absl::Status CudaDriver::WaitStream(CUstream stream, std::chrono::milliseconds deadline,
+                                    const char* what) const {
+  const auto end = std::chrono::steady_clock::now() + deadline;
+  auto pause = std::chrono::microseconds(20);
+  for (;;) {
+    const CUresult r = StreamQuery(stream);
+    if (r == CUDA_SUCCESS) return absl::OkStatus();
+    if (r != CUDA_ERROR_NOT_READY) {
+      if (IsStickyError(r)) MarkContextLost();
+      return Check(r, what);
+    }
+    if (std::chrono::steady_clock::now() > end) {
+      MarkContextLost();
+      return absl::DeadlineExceededError(
+          absl::StrCat(what, ": still running after ", double(deadline.count()) / 1000.0,
+                       " s (hang); the context is abandoned"));
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(2));
+  }
 }
 
 absl::StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Load() {
@@ -60,6 +105,7 @@ absl::StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Load() {
   resolve("cuDevicePrimaryCtxRelease", d->PrimaryCtxRelease);
   resolve("cuCtxSetCurrent", d->CtxSetCurrent);
   resolve("cuCtxSynchronize", d->CtxSynchronize);
+  resolve("cuCtxGetDevice", d->CtxGetDevice);
   resolve("cuModuleLoadData", d->ModuleLoadData);
   resolve("cuModuleUnload", d->ModuleUnload);
   resolve("cuModuleGetFunction", d->ModuleGetFunction);
@@ -81,6 +127,20 @@ absl::StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Load() {
   resolve("cuEventRecord", d->EventRecord);
   resolve("cuEventSynchronize", d->EventSynchronize);
   resolve("cuEventElapsedTime", d->EventElapsedTime);
+  resolve("cuEventQuery", d->EventQuery);
+  resolve("cuStreamQuery", d->StreamQuery);
+  resolve("cuMemsetD32Async", d->MemsetD32Async);
+  resolve("cuMemcpyDtoHAsync", d->MemcpyDtoHAsync);
+  resolve("cuMemGetInfo", d->MemGetInfo);
+  resolve("cuMemHostAlloc", d->MemHostAlloc);
+  resolve("cuMemFreeHost", d->MemFreeHost);
+  resolve("cuMemHostGetDevicePointer", d->MemHostGetDevicePointer);
+  resolve("cuStreamBeginCapture", d->StreamBeginCapture);
+  resolve("cuStreamEndCapture", d->StreamEndCapture);
+  resolve("cuGraphInstantiateWithFlags", d->GraphInstantiateWithFlags);
+  resolve("cuGraphLaunch", d->GraphLaunch);
+  resolve("cuGraphExecDestroy", d->GraphExecDestroy);
+  resolve("cuGraphDestroy", d->GraphDestroy);
   if (!missing.ok()) return missing;
   const CUresult init = d->Init(0);
   if (init != CUDA_SUCCESS)
@@ -108,7 +168,7 @@ absl::StatusOr<std::unique_ptr<ScopedContext>> ScopedContext::Open(const CudaDri
 }
 
 ScopedContext::~ScopedContext() {
-  if (ctx_ != nullptr) d_.PrimaryCtxRelease(device_);
+  if (ctx_ != nullptr && !d_.context_lost) d_.PrimaryCtxRelease(device_);
 }
 
 }  // namespace cake::gpuqueue

@@ -6,6 +6,8 @@
 
 #include <cuda.h>
 
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -34,6 +36,7 @@ struct CudaDriver {
   decltype(&::cuDevicePrimaryCtxRelease) PrimaryCtxRelease = nullptr;
   decltype(&::cuCtxSetCurrent) CtxSetCurrent = nullptr;
   decltype(&::cuCtxSynchronize) CtxSynchronize = nullptr;
+  decltype(&::cuCtxGetDevice) CtxGetDevice = nullptr;
   decltype(&::cuModuleLoadData) ModuleLoadData = nullptr;
   decltype(&::cuModuleUnload) ModuleUnload = nullptr;
   decltype(&::cuModuleGetFunction) ModuleGetFunction = nullptr;
@@ -55,10 +58,39 @@ struct CudaDriver {
   decltype(&::cuEventRecord) EventRecord = nullptr;
   decltype(&::cuEventSynchronize) EventSynchronize = nullptr;
   decltype(&::cuEventElapsedTime) EventElapsedTime = nullptr;
+  decltype(&::cuEventQuery) EventQuery = nullptr;
+  decltype(&::cuStreamQuery) StreamQuery = nullptr;
+  decltype(&::cuMemsetD32Async) MemsetD32Async = nullptr;
+  decltype(&::cuMemcpyDtoHAsync) MemcpyDtoHAsync = nullptr;
+  decltype(&::cuMemGetInfo) MemGetInfo = nullptr;
+  decltype(&::cuMemHostAlloc) MemHostAlloc = nullptr;
+  decltype(&::cuMemFreeHost) MemFreeHost = nullptr;
+  decltype(&::cuMemHostGetDevicePointer) MemHostGetDevicePointer = nullptr;
+  decltype(&::cuStreamBeginCapture) StreamBeginCapture = nullptr;
+  decltype(&::cuStreamEndCapture) StreamEndCapture = nullptr;
+  decltype(&::cuGraphInstantiateWithFlags) GraphInstantiateWithFlags = nullptr;
+  decltype(&::cuGraphLaunch) GraphLaunch = nullptr;
+  decltype(&::cuGraphExecDestroy) GraphExecDestroy = nullptr;
+  decltype(&::cuGraphDestroy) GraphDestroy = nullptr;
 
   void* handle = nullptr;
   int driver_version = 0;
+
+  // Set after a hang or a sticky error: the context can no longer be trusted or torn down
+  // safely (a free may wait on a kernel that never ends), so owners stop releasing into it and
+  // the process exits as soon as its reply is written.
+  mutable std::atomic<bool> context_lost{false};
+  void MarkContextLost() const { context_lost = true; }
+
+  // Waits for `stream` to drain, polling, at most `deadline`. DeadlineExceeded when it did not
+  // (a hang: the context is marked lost); the CUDA error when the work failed (a sticky error
+  // marks it lost too).
+  absl::Status WaitStream(CUstream stream, std::chrono::milliseconds deadline,
+                          const char* what) const;
 };
+
+// True for errors after which the context is unusable (CUDA's "sticky" launch errors).
+bool IsStickyError(CUresult r);
 
 // A device's primary context made current for the calling thread; released on destruction.
 class ScopedContext {

@@ -12,7 +12,7 @@ absl::StatusOr<DeviceBuffer> DeviceBuffer::Allocate(const CudaDriver& d, size_t 
 }
 
 DeviceBuffer::~DeviceBuffer() {
-  if (ptr_ != 0) d_->MemFree(ptr_);
+  if (ptr_ != 0 && !d_->context_lost) d_->MemFree(ptr_);
 }
 
 absl::Status DeviceBuffer::Upload(const void* host, size_t bytes) const {
@@ -21,6 +21,16 @@ absl::Status DeviceBuffer::Upload(const void* host, size_t bytes) const {
 
 absl::Status DeviceBuffer::Download(void* host, size_t bytes) const {
   return d_->Check(d_->MemcpyDtoH(host, ptr_, bytes), "cuMemcpyDtoH");
+}
+
+absl::Status DeviceBuffer::UploadRange(const void* host, size_t offset, size_t bytes) const {
+  if (offset + bytes > bytes_) return absl::OutOfRangeError("upload past the buffer's end");
+  return d_->Check(d_->MemcpyHtoD(ptr_ + offset, host, bytes), "cuMemcpyHtoD");
+}
+
+absl::Status DeviceBuffer::DownloadRange(void* host, size_t offset, size_t bytes) const {
+  if (offset + bytes > bytes_) return absl::OutOfRangeError("download past the buffer's end");
+  return d_->Check(d_->MemcpyDtoH(host, ptr_ + offset, bytes), "cuMemcpyDtoH");
 }
 
 absl::Status DeviceBuffer::Fill32(uint32_t pattern) const {
@@ -35,6 +45,7 @@ absl::StatusOr<std::unique_ptr<GemmKernel>> GemmKernel::Load(
   s = d.Check(d.ModuleGetFunction(&k->fn_, k->module_, receipt.kernel_symbol().c_str()),
               "cuModuleGetFunction");
   if (!s.ok()) return s;
+  k->symbol_ = receipt.kernel_symbol();
   k->threads_ = receipt.threads_per_cta();
   k->tile_m_ = receipt.tile_m();
   k->tile_n_ = receipt.tile_n();
@@ -49,7 +60,7 @@ absl::StatusOr<std::unique_ptr<GemmKernel>> GemmKernel::Load(
 }
 
 GemmKernel::~GemmKernel() {
-  if (module_ != nullptr) d_.ModuleUnload(module_);
+  if (module_ != nullptr && !d_.context_lost) d_.ModuleUnload(module_);
 }
 
 absl::Status GemmKernel::Launch(CUstream stream, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, int m,

@@ -25,6 +25,8 @@ class DeviceBuffer {
   absl::Status Upload(const void* host, size_t bytes) const;
   absl::Status Download(void* host, size_t bytes) const;
   absl::Status Fill32(uint32_t pattern) const;  // bytes_ must be a multiple of 4
+  absl::Status UploadRange(const void* host, size_t offset, size_t bytes) const;
+  absl::Status DownloadRange(void* host, size_t offset, size_t bytes) const;
 
  private:
   DeviceBuffer(const CudaDriver* d, CUdeviceptr p, size_t b) : d_(d), ptr_(p), bytes_(b) {}
@@ -41,6 +43,7 @@ class GemmKernel {
   ~GemmKernel();
   absl::Status Launch(CUstream stream, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, int m, int n,
                       int k) const;
+  const std::string& symbol() const { return symbol_; }
 
  private:
   explicit GemmKernel(const CudaDriver& d) : d_(d) {}
@@ -49,6 +52,7 @@ class GemmKernel {
   CUfunction fn_ = nullptr;
   int threads_ = 0, tile_m_ = 0, tile_n_ = 0;
   unsigned shared_bytes_ = 0;
+  std::string symbol_;
 };
 
 }  // namespace cake::gpuqueue

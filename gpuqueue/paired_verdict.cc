@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
 namespace cake::gpuqueue {
 namespace {
 
@@ -18,6 +21,18 @@ int SignTestRank(int n) {
     term = term * (n - k) / (k + 1);
   }
   return r;
+}
+
+double Quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * double(v.size() - 1);
+  const size_t lo = size_t(std::floor(pos)), hi = size_t(std::ceil(pos));
+  return v[lo] + (v[hi] - v[lo]) * (pos - double(lo));
+}
+
+bool Kept(const evidence::RowTiming& row, int i) {
+  return i >= row.discarded_size() || !row.discarded(i);
 }
 
 }  // namespace
@@ -47,23 +62,53 @@ evidence::TimingVerdict RowVerdict(const RatioSummary& s, double floor) {
 }
 
 void JudgeRow(evidence::RowTiming* row, double floor) {
-  std::vector<double> ratios;
-  for (int i = 0; i < row->incumbent_us_size() && i < row->challenger_us_size(); ++i)
+  std::vector<double> ratios, span_ratios, inc, cha;
+  int discarded = 0;
+  for (int i = 0; i < row->incumbent_us_size() && i < row->challenger_us_size(); ++i) {
+    if (!Kept(*row, i)) {
+      ++discarded;
+      continue;
+    }
+    inc.push_back(row->incumbent_us(i));
+    cha.push_back(row->challenger_us(i));
     if (row->incumbent_us(i) > 0) ratios.push_back(row->challenger_us(i) / row->incumbent_us(i));
+    if (i < row->incumbent_span_us_size() && i < row->challenger_span_us_size() &&
+        row->incumbent_span_us(i) > 0 && std::isfinite(row->challenger_span_us(i)))
+      span_ratios.push_back(row->challenger_span_us(i) / row->incumbent_span_us(i));
+  }
   const RatioSummary s = SummarizeRatios(ratios);
   row->set_median_ratio(s.median);
   row->set_ratio_low(s.low);
   row->set_ratio_high(std::isinf(s.high) ? 1e9 : s.high);
   row->set_verdict(ratios.empty() ? evidence::AMBIGUOUS : RowVerdict(s, floor));
+  row->set_discarded_pairs(discarded);
+  row->set_incumbent_median_us(Quantile(inc, 0.5));
+  row->set_challenger_median_us(Quantile(cha, 0.5));
+  row->set_incumbent_iqr_us(Quantile(inc, 0.75) - Quantile(inc, 0.25));
+  row->set_challenger_iqr_us(Quantile(cha, 0.75) - Quantile(cha, 0.25));
+  // Spans count only when every kept pair has them on both arms.
+  if (!span_ratios.empty() && span_ratios.size() == ratios.size()) {
+    const RatioSummary sp = SummarizeRatios(span_ratios);
+    row->set_span_median_ratio(sp.median);
+    row->set_span_verdict(RowVerdict(sp, floor));
+  } else {
+    row->set_span_median_ratio(0);
+    row->set_span_verdict(evidence::TIMING_VERDICT_UNSPECIFIED);
+  }
 }
 
 void JudgeMeasurement(evidence::Measurement* m, const contract::Contract& c) {
   const double floor = c.protocol().practical_floor() > 0 ? c.protocol().practical_floor() : 0.02;
   const double allowed = c.protocol().allowed_regression();
   bool any_slower = false, any_ambiguous = false, all_faster = true, any_required = false;
-  double log_sum = 0, weight_sum = 0, worst = 0;
+  double log_sum = 0, weight_sum = 0, worst = 0, total_inc = 0, total_cha = 0;
+  bool any_config = false;
+  for (const evidence::RowTiming& row : m->rows()) any_config |= !row.mode().empty();
+  m->clear_worst_row();
+  m->clear_required_regression();
   for (evidence::RowTiming& row : *m->mutable_rows()) {
     JudgeRow(&row, floor);
+    if (any_config && !row.primary()) continue;  // other configurations are descriptive
     double weight = 1;
     for (const auto& r : c.rows())
       if (r.name() == row.row()) weight = r.weight() > 0 ? r.weight() : 1;
@@ -71,18 +116,30 @@ void JudgeMeasurement(evidence::Measurement* m, const contract::Contract& c) {
       log_sum += weight * std::log(row.median_ratio());
       weight_sum += weight;
     }
+    total_inc += weight * row.incumbent_median_us();
+    total_cha += weight * row.challenger_median_us();
     if (row.median_ratio() > worst) {
       worst = row.median_ratio();
       m->set_worst_row(row.row());
     }
     if (!row.required()) continue;
     any_required = true;
-    if (row.verdict() == evidence::SLOWER && row.ratio_low() > 1.0 + allowed) any_slower = true;
+    if (row.verdict() == evidence::SLOWER && row.ratio_low() > 1.0 + allowed) {
+      if (!any_slower)
+        m->set_required_regression(absl::StrFormat(
+            "required row %s is slower (median ratio %.4f, interval [%.4f, %.4f])", row.row(),
+            row.median_ratio(), row.ratio_low(), row.ratio_high()));
+      any_slower = true;
+    }
     if (row.verdict() == evidence::AMBIGUOUS) any_ambiguous = true;
     if (row.verdict() != evidence::FASTER) all_faster = false;
   }
   m->set_weighted_geomean_ratio(weight_sum > 0 ? std::exp(log_sum / weight_sum) : 0);
-  if (any_slower) {
+  m->set_weighted_total_incumbent_us(total_inc);
+  m->set_weighted_total_challenger_us(total_cha);
+  if (m->invalid()) {
+    m->set_verdict(evidence::INVALID);
+  } else if (any_slower) {
     m->set_verdict(evidence::SLOWER);
   } else if (!any_required || any_ambiguous) {
     m->set_verdict(evidence::AMBIGUOUS);

@@ -1,20 +1,33 @@
 #include "worker_jobs.h"
 
-#include <algorithm>
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <random>
+#include <regex>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "compiler/canonical.h"
+#include "absl/strings/str_join.h"
+#include "base/subprocess.h"
 #include "compiler/compiler.h"
 #include "cuda_driver.h"
-#include "gemm_kernel.h"
-#include "gemm_timing.h"
+#include "cupti_spans.h"
+#include "device_session.h"
+#include "framing.h"
+#include "measure_runner.h"
+#include "nvml.h"
 #include "paired_verdict.h"
-#include "workloads/gemm_oracle.h"
+#include "validate_runner.h"
+#include "workloads/gemm_cases.h"
 
 namespace cake::gpuqueue {
 namespace {
+
+namespace fs = std::filesystem;
 
 worker::Reply Fail(const std::string& error) {
   worker::Reply r;
@@ -46,104 +59,177 @@ worker::Reply RunCompile(const worker::CompileJob& job) {
 worker::Reply RunValidate(const worker::ValidateJob& job) {
   auto g = OpenGpu();
   if (!g.ok()) return Fail(absl::StrCat("no execution device: ", g.status().message()));
-  auto kernel = LoadKernel(*g, job.kernel());
-  if (!kernel.ok()) return Fail(std::string(kernel.status().message()));
-  const contract::Contract& c = job.contract();
-  const bool bf16_out = c.output_dtype() != "f32";
+  auto image = ReadKernelImage(job.kernel());
+  if (!image.ok()) return Fail(std::string(image.status().message()));
+  ValidationOutcome v = RunValidation(*g, *image, job.contract(), job.seed());
+  worker::Reply reply;
+  reply.set_ok(true);
+  *reply.mutable_validation() = std::move(v.validation);
+  reply.set_device_fault(v.device_fault);
+  return reply;
+}
+
+std::string FindComputeSanitizer() {
+  if (const char* p = std::getenv("CAKE_COMPUTE_SANITIZER"); p && *p) return p;
+  if (const char* nvcc = std::getenv("CAKE_NVCC"); nvcc && *nvcc) {
+    const fs::path beside = fs::path(nvcc).parent_path() / "compute-sanitizer";
+    if (fs::exists(beside)) return beside.string();
+  }
+  if (auto on_path = base::FindOnPath("compute-sanitizer")) return *on_path;
+  for (const char* p : {"/usr/local/cuda/bin/compute-sanitizer",
+                        "/usr/local/cuda/compute-sanitizer/compute-sanitizer"})
+    if (fs::exists(p)) return p;
+  return "";
+}
+
+struct ToolScope {
+  const char* scope;
+  const char* not_covered;
+};
+ToolScope ScopeOf(const std::string& tool) {
+  if (tool == "memcheck")
+    return {"out-of-bounds and misaligned global/shared/local accesses and device errors, every "
+            "launch, exact-size allocations",
+            "values written in bounds but wrong (the numerical record covers them)"};
+  if (tool == "racecheck")
+    return {"shared-memory hazards (RAW/WAR/WAW) between threads of a CTA",
+            "global-memory races between CTAs"};
+  if (tool == "initcheck")
+    return {"reads of uninitialized global memory", "uninitialized shared memory or registers"};
+  return {"invalid synchronization: divergent or mismatched barriers and warp syncs",
+          "missing synchronization that is not misused (racecheck covers shared memory)"};
+}
+
+worker::Reply RunSanitize(const worker::SanitizeJob& job) {
   worker::Reply reply;
   reply.set_ok(true);
   evidence::Validation* v = reply.mutable_validation();
-  v->set_device(g->ctx->name());
-  bool all = true;
-  for (int i = 0; i < c.rows_size(); ++i) {
-    const contract::Row& row = c.rows(i);
-    const uint64_t seed = job.seed() ^ (0x9e3779b97f4a7c15ull * (i + 1));
-    RowBuffers rb;
-    absl::Status st = PrepareRow(*g, row.shape(), bf16_out, seed, &rb);
-    // Poison: all-ones is NaN in BF16 and FP32; an unwritten element fails the comparison.
-    if (st.ok()) st = rb.dc->Fill32(0xFFFFFFFFu);
-    if (st.ok())
-      st = (*kernel)->Launch(nullptr, rb.da->ptr(), rb.db->ptr(), rb.dc->ptr(), row.shape().m(),
-                             row.shape().n(), row.shape().k());
-    if (st.ok()) st = g->driver->Check(g->driver->CtxSynchronize(), "kernel execution");
-    if (!st.ok()) {
-      v->set_passed(false);
-      v->set_failure(absl::StrCat("row ", row.name(), ": ", st.message()));
-      return reply;  // a sticky error poisons this process; the daemon starts a fresh one
-    }
-    const size_t elems = size_t(row.shape().m()) * row.shape().n();
-    std::vector<double> out(elems);
-    if (bf16_out) {
-      std::vector<uint16_t> raw(elems);
-      st = rb.dc->Download(raw.data(), rb.out_bytes);
-      for (size_t e = 0; e < elems; ++e) out[e] = workloads::Bf16ToFloat(raw[e]);
-    } else {
-      std::vector<float> raw(elems);
-      st = rb.dc->Download(raw.data(), rb.out_bytes);
-      for (size_t e = 0; e < elems; ++e) out[e] = raw[e];
-    }
-    if (!st.ok()) return Fail(std::string(st.message()));
-    // Every element must have been written (poison gone); the oracle covers all output rows,
-    // or for very large shapes a random sample of kSampledRows whole rows.
-    constexpr int kSampledRows = 96;
-    const int64_t macs = int64_t(row.shape().m()) * row.shape().n() * row.shape().k();
-    int64_t unwritten = 0;
-    for (double x : out) unwritten += std::isfinite(x) ? 0 : 1;
-    std::vector<double> ref, compared;
-    int sampled = 0;
-    if (macs <= (int64_t{1} << 31)) {
-      ref = workloads::ReferenceGemm(rb.a, rb.b, row.shape().m(), row.shape().n(), row.shape().k());
-      compared = out;
-    } else {
-      std::mt19937_64 pick(seed ^ 0x5eed);
-      std::vector<int> rows;
-      for (int r = 0; r < kSampledRows; ++r)
-        rows.push_back(static_cast<int>(pick() % static_cast<uint64_t>(row.shape().m())));
-      rows.push_back(row.shape().m() - 1);  // the tail row
-      sampled = static_cast<int>(rows.size());
-      ref = workloads::ReferenceGemmRows(rb.a, rb.b, row.shape().n(), row.shape().k(), rows);
-      for (int r : rows)
-        compared.insert(compared.end(), out.begin() + int64_t(r) * row.shape().n(),
-                        out.begin() + int64_t(r + 1) * row.shape().n());
-    }
-    const auto& t = c.tolerance();
-    auto cmp = workloads::Compare(compared, ref, t.rtol(), t.atol(), t.max_relative_l2());
-    cmp.non_finite = std::max(cmp.non_finite, unwritten);
-    cmp.passed = cmp.passed && unwritten == 0;
-    evidence::RowCheck* rc = v->add_rows();
-    rc->set_row(row.name());
-    rc->set_m(row.shape().m());
-    rc->set_n(row.shape().n());
-    rc->set_k(row.shape().k());
-    rc->set_seed(std::to_string(seed));
-    rc->set_non_finite(cmp.non_finite);
-    rc->set_out_of_tolerance(cmp.out_of_tolerance);
-    rc->set_max_abs_error(cmp.max_abs_error);
-    rc->set_relative_l2_error(cmp.relative_l2_error);
-    rc->set_passed(cmp.passed);
-    rc->set_sampled_rows(sampled);
-    all = all && cmp.passed;
+  v->set_seed(job.seed());
+  const std::string cs = FindComputeSanitizer();
+  const auto policy = workloads::EffectivePolicy(job.contract());
+  const int timeout_s = policy.sanitizer_timeout_s() > 0 ? policy.sanitizer_timeout_s() : 300;
+  // The target reads its job from a file: compute-sanitizer owns the target's stdio.
+  char dir_template[] = "/tmp/cake-sanitize-XXXXXX";
+  const char* dir = mkdtemp(dir_template);
+  std::string request_file;
+  if (dir != nullptr) {
+    request_file = (fs::path(dir) / "request.bin").string();
+    worker::Request target;
+    worker::ValidateJob* vj = target.mutable_validate();
+    *vj->mutable_contract() = job.contract();
+    *vj->mutable_kernel() = job.kernel();
+    vj->set_seed(job.seed());
+    std::ofstream(request_file, std::ios::binary) << Frame(target);
   }
+  const std::string self = fs::read_symlink("/proc/self/exe").string();
+  bool all = true;
+  for (const std::string& tool : job.tools()) {
+    evidence::EvidenceRecord* r = v->add_records();
+    r->set_kind(evidence::SANITIZER);
+    r->set_tool(tool);
+    r->set_seed(job.seed());
+    const ToolScope scope = ScopeOf(tool);
+    r->mutable_coverage()->set_scope(scope.scope);
+    r->mutable_coverage()->set_not_covered(scope.not_covered);
+    if (cs.empty() || request_file.empty()) {
+      r->set_status(evidence::NOT_RUN);
+      r->set_failure(cs.empty() ? "compute-sanitizer not found (set $CAKE_COMPUTE_SANITIZER)"
+                                : "cannot write the target's request file");
+      r->set_summary(absl::StrCat("not run: ", r->failure()));
+      all = false;
+      continue;
+    }
+    base::SubprocessOptions opts;
+    opts.timeout = std::chrono::seconds(timeout_s);
+    std::vector<std::string> argv = {cs, "--tool", tool, "--error-exitcode", "86",
+                                     "--print-limit", "20"};
+    if (tool == "racecheck") argv.insert(argv.end(), {"--racecheck-report", "all"});
+    argv.insert(argv.end(), {self, "--sanitize-target", request_file});
+    auto run = base::RunSubprocess(argv, opts);
+    const std::string output = run.ok() ? run->stdout_bytes + run->stderr_bytes : "";
+    const int errors = SanitizerErrors(tool, output);
+    std::vector<std::string> cases;
+    std::istringstream lines(output);
+    for (std::string line; std::getline(lines, line);)
+      if (line.rfind("case: ", 0) == 0) cases.push_back(line.substr(6));
+    for (const std::string& c : cases) r->mutable_coverage()->add_cases(c);
+    r->mutable_coverage()->set_launches(static_cast<int64_t>(cases.size()));
+    auto tail = [&](size_t n) { return output.size() <= n ? output : output.substr(output.size() - n); };
+    if (!run.ok()) {
+      r->set_status(evidence::NOT_RUN);
+      r->set_failure(std::string(run.status().message()));
+    } else if (run->timed_out) {
+      r->set_status(evidence::INCONCLUSIVE);
+      r->set_failure(absl::StrCat("did not finish within ", timeout_s, " s"));
+    } else if (errors > 0 || run->exit_code == 86) {
+      r->set_status(evidence::FAILED);
+      // The first reported problem, for people.
+      std::smatch first;
+      const std::regex problem("=========\\s+(Invalid|Error|Race|Uninitialized|Barrier|"
+                               "Warning|Program hit)[^\\n]*");
+      r->set_failure(absl::StrCat(errors, " error(s) reported",
+                                  std::regex_search(output, first, problem)
+                                      ? absl::StrCat(": ", first.str(0).substr(10))
+                                      : std::string()));
+    } else if (errors == 0 && run->exit_code == 0 && !cases.empty()) {
+      r->set_status(evidence::PASSED);
+    } else {
+      r->set_status(evidence::INCONCLUSIVE);
+      r->set_failure(absl::StrCat("no verdict (", run->Describe(), "): ", tail(600)));
+    }
+    r->set_summary(absl::StrCat("compute-sanitizer ", tool, ": ",
+                                evidence::EvidenceStatus_Name(r->status()), " over ",
+                                cases.size(), " cases"));
+    all = all && r->status() == evidence::PASSED;
+  }
+  if (dir != nullptr) fs::remove_all(dir);
   v->set_passed(all);
-  if (!all) v->set_failure("numerical contract not met on at least one row");
   return reply;
+}
+
+void NoteForeignProcesses(const Nvml* nvml, const char* when, evidence::Measurement* m) {
+  if (nvml == nullptr) return;
+  auto procs = nvml->ComputeProcesses(0);
+  if (!procs.ok()) {
+    m->add_foreign_processes(absl::StrCat(when, ": not read (", procs.status().message(), ")"));
+    return;
+  }
+  for (unsigned pid : *procs)
+    if (pid != static_cast<unsigned>(getpid()))
+      m->add_foreign_processes(absl::StrCat(when, ": pid ", pid, " computing on device 0"));
 }
 
 worker::Reply RunMeasure(const worker::MeasureJob& job) {
   auto g = OpenGpu();
   if (!g.ok()) return Fail(absl::StrCat("no execution device: ", g.status().message()));
-  auto inc = LoadKernel(*g, job.incumbent());
-  auto cha = LoadKernel(*g, job.challenger());
+  auto inc_image = ReadKernelImage(job.incumbent());
+  auto cha_image = ReadKernelImage(job.challenger());
+  if (!inc_image.ok()) return Fail(std::string(inc_image.status().message()));
+  if (!cha_image.ok()) return Fail(std::string(cha_image.status().message()));
+  const CudaDriver& d = *g->driver;
+  auto inc = GemmKernel::Load(d, inc_image->cubin, inc_image->receipt);
+  auto cha = GemmKernel::Load(d, cha_image->cubin, cha_image->receipt);
   if (!inc.ok()) return Fail(std::string(inc.status().message()));
   if (!cha.ok()) return Fail(std::string(cha.status().message()));
   const contract::Contract& c = job.contract();
-  const auto& proto = c.protocol();
-  const int pairs = proto.pairs() > 0 ? proto.pairs() : 20;
-  const int warmup = proto.warmup_launches() > 0 ? proto.warmup_launches() : 3;
-  const bool bf16_out = c.output_dtype() != "f32";
-  CUevent start, stop;
-  g->driver->EventCreate(&start, CU_EVENT_DEFAULT);
-  g->driver->EventCreate(&stop, CU_EVENT_DEFAULT);
+  const auto configs = TimingConfigs(c.protocol());
+  if (!configs.ok()) return Fail(std::string(configs.status().message()));
+
+  auto nvml = Nvml::Load();
+  auto cupti = CuptiSpans::Start();
+  MeasureOptions o;
+  o.warmup_samples = c.protocol().warmup_launches() > 0 ? c.protocol().warmup_launches() : 3;
+  o.min_launches = c.protocol().launches_per_sample() > 0 ? c.protocol().launches_per_sample() : 1;
+  o.stopping = StoppingFrom(c.protocol());
+  o.throttle_fraction =
+      c.protocol().throttle_fraction() > 0 ? c.protocol().throttle_fraction() : 0.75;
+  o.max_relative_l2 = c.tolerance().max_relative_l2();
+  o.bf16_out = c.output_dtype() != "f32";
+  o.inputs_mutable = workloads::EffectivePolicy(c).inputs_mutable();
+  auto runner = MeasureRunner::Create(*g, o, nvml.ok() ? nvml->get() : nullptr,
+                                      cupti.ok() ? cupti->get() : nullptr);
+  if (!runner.ok()) return Fail(std::string(runner.status().message()));
+
   worker::Reply reply;
   reply.set_ok(true);
   evidence::Measurement* m = reply.mutable_measurement();
@@ -151,23 +237,43 @@ worker::Reply RunMeasure(const worker::MeasureJob& job) {
   m->set_incumbent(job.incumbent().candidate());
   m->set_run(job.run());
   m->set_device(g->ctx->name());
-  m->set_mode("eager");
-  for (int i = 0; i < c.rows_size(); ++i) {
+  m->set_mode((*configs)[0].mode);
+  m->set_default_sm_mhz((*runner)->default_sm_mhz());
+  m->set_cupti(cupti.ok() ? "kernel spans recorded"
+                          : absl::StrCat("no spans: ", cupti.status().message()));
+  m->set_stopping_rule(Describe(o.stopping));
+  NoteForeignProcesses(nvml.ok() ? nvml->get() : nullptr, "before", m);
+  const Arm inc_arm{inc->get()}, cha_arm{cha->get()};
+  for (int i = 0; i < c.rows_size() && !m->invalid(); ++i) {
     const contract::Row& row = c.rows(i);
     if (row.held_out()) continue;  // held-out rows gate correctness, not ranking
-    RowBuffers rb;
-    absl::Status st = PrepareRow(*g, row.shape(), bf16_out, job.seed() + i, &rb);
-    if (!st.ok()) return Fail(std::string(st.message()));
-    auto rt = TimePairs(*g, **inc, rb, row.shape(), **cha, rb, row.shape(), pairs, warmup,
-                        proto.launches_per_sample(), start, stop);
-    if (!rt.ok()) return Fail(std::string(rt.status().message()));
-    rt->set_row(row.name());
-    rt->set_required(row.required());
-    *m->add_rows() = *rt;
+    for (size_t k = 0; k < configs->size() && !m->invalid(); ++k) {
+      const TimingConfig& cfg = (*configs)[k];
+      const uint64_t seed = workloads::Mix64(job.seed() ^ workloads::Mix64(i * 16 + k));
+      auto rt = (*runner)->TimeRow(row.shape(), cfg, inc_arm, cha_arm, seed);
+      if (!rt.ok()) {
+        // A device that fails mid-run (or an arm failing its output check) invalidates the run:
+        // no partial timing is ranked.
+        m->set_invalid(true);
+        m->set_invalid_reason(
+            absl::StrCat("row ", row.name(), " (", cfg.Name(), "): ", rt.status().message()));
+        break;
+      }
+      rt->set_row(row.name());
+      rt->set_required(row.required());
+      *m->add_rows() = *rt;
+    }
   }
-  g->driver->EventDestroy(start);
-  g->driver->EventDestroy(stop);
+  *m->add_output_checks() = (*runner)->output_check(0);
+  *m->add_output_checks() = (*runner)->output_check(1);
+  NoteForeignProcesses(nvml.ok() ? nvml->get() : nullptr, "after", m);
+  std::vector<std::string> notes;
+  if (!nvml.ok()) notes.push_back(absl::StrCat("no NVML: ", nvml.status().message()));
+  if (!(*runner)->notes().empty()) notes.push_back((*runner)->notes());
+  m->set_note(absl::StrJoin(notes, "; "));
   JudgeMeasurement(m, c);
+  reply.set_device_fault(d.context_lost);
+  if (d.context_lost && cupti.ok()) cupti->release();  // its flush could wait on a hung kernel
   return reply;
 }
 
@@ -200,12 +306,56 @@ worker::Reply RunProbe() {
 
 }  // namespace
 
+int SanitizerErrors(const std::string& tool, const std::string& output) {
+  std::smatch m;
+  if (tool == "racecheck") {
+    static const std::regex race("RACECHECK SUMMARY: \\d+ hazards? displayed \\((\\d+) errors?");
+    if (std::regex_search(output, m, race)) return std::stoi(m[1].str());
+  }
+  static const std::regex summary("ERROR SUMMARY: (\\d+) errors?");
+  if (std::regex_search(output, m, summary)) return std::stoi(m[1].str());
+  return -1;
+}
+
+int RunSanitizeTarget(const std::string& request_file) {
+  std::ifstream in(request_file, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  worker::Request request;
+  absl::Status s = Unframe(bytes.str(), &request);
+  if (!s.ok() || !request.has_validate()) {
+    std::fprintf(stderr, "cake-worker: bad sanitize target request %s\n", request_file.c_str());
+    return 2;
+  }
+  auto g = OpenGpu();
+  if (!g.ok()) {
+    std::fprintf(stderr, "cake-worker: %s\n", std::string(g.status().message()).c_str());
+    return 3;
+  }
+  auto image = ReadKernelImage(request.validate().kernel());
+  if (!image.ok()) {
+    std::fprintf(stderr, "cake-worker: %s\n", std::string(image.status().message()).c_str());
+    return 3;
+  }
+  auto ran = RunForSanitizer(*g, *image, request.validate().contract(), request.validate().seed());
+  if (!ran.ok()) {
+    std::fprintf(stderr, "cake-worker: %s\n", std::string(ran.status().message()).c_str());
+    g->driver->MarkContextLost();
+    return 3;
+  }
+  for (const std::string& c : *ran) std::printf("case: %s\n", c.c_str());
+  std::fflush(stdout);
+  return 0;
+}
+
 worker::Reply RunWorkerRequest(const worker::Request& request) {
   switch (request.job_case()) {
     case worker::Request::kCompile:
       return RunCompile(request.compile());
     case worker::Request::kValidate:
       return RunValidate(request.validate());
+    case worker::Request::kSanitize:
+      return RunSanitize(request.sanitize());
     case worker::Request::kMeasure:
       return RunMeasure(request.measure());
     case worker::Request::kProbe:

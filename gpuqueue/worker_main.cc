@@ -24,6 +24,8 @@ std::string KindOf(const cake::worker::Request& r) {
       return "measure";
     case cake::worker::Request::kProbe:
       return "probe";
+    case cake::worker::Request::kSanitize:
+      return "sanitize";
     default:
       return "none";
   }
@@ -42,11 +44,18 @@ void MaybeInjectFault(const std::string& kind) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--sanitize-target") {
+    // The instrumented process of a sanitize job; its exit skips CUDA teardown after a fault.
+    const int rc = cake::gpuqueue::RunSanitizeTarget(argv[2]);
+    std::fflush(stdout);
+    _exit(rc);
+  }
   if (argc > 1) {
     std::fprintf(stderr,
                  "usage: cake-worker < framed-request > framed-reply\n"
-                 "Runs one Consumer CAKE job (compile, validate, measure, probe) and exits.\n"
-                 "It is started by caked; it is not meant to be run by hand.\n");
+                 "       cake-worker --sanitize-target REQUEST_FILE\n"
+                 "Runs one Consumer CAKE job (compile, validate, sanitize, measure, probe) and\n"
+                 "exits. It is started by caked; it is not meant to be run by hand.\n");
     return std::string(argv[1]) == "--help" ? 0 : 2;
   }
   cake::worker::Request request;
@@ -58,6 +67,8 @@ int main(int argc, char** argv) {
   MaybeInjectFault(KindOf(request));
   const cake::worker::Reply reply = cake::gpuqueue::RunWorkerRequest(request);
   s = cake::gpuqueue::WriteFrame(1, reply);
+  // After a hang or a sticky error the context cannot be torn down safely: leave at once.
+  if (reply.device_fault()) _exit(s.ok() ? 0 : 3);
   if (!s.ok()) return 3;
   return 0;
 }

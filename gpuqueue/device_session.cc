@@ -1,0 +1,52 @@
+#include "device_session.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/canonical.h"
+
+namespace cake::gpuqueue {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+absl::StatusOr<Gpu> OpenGpu() {
+  Gpu g;
+  auto d = CudaDriver::Load();
+  if (!d.ok()) return d.status();
+  g.driver = std::move(*d);
+  auto c = ScopedContext::Open(*g.driver, 0);
+  if (!c.ok()) return c.status();
+  g.ctx = std::move(*c);
+  return g;
+}
+
+absl::StatusOr<KernelImage> ReadKernelImage(const worker::KernelRef& ref) {
+  KernelImage k;
+  k.candidate = ref.candidate();
+  k.receipt = ref.receipt();
+  k.cubin = ReadFile(fs::path(ref.receipt().artifact_dir()) / "kernel.cubin");
+  if (k.cubin.empty() || compiler::Sha256Hex(k.cubin) != ref.receipt().cubin_sha256())
+    return absl::DataLossError(
+        absl::StrCat("artifact of ", ref.candidate(), " does not match its receipt's cubin hash"));
+  return k;
+}
+
+absl::StatusOr<std::unique_ptr<GemmKernel>> LoadKernel(const Gpu& g, const worker::KernelRef& ref) {
+  auto image = ReadKernelImage(ref);
+  if (!image.ok()) return image.status();
+  return GemmKernel::Load(*g.driver, image->cubin, image->receipt);
+}
+
+}  // namespace cake::gpuqueue
