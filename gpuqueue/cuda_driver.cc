@@ -125,6 +125,7 @@ absl::StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Load() {
   resolve("cuEventCreate", d->EventCreate);
   resolve("cuEventDestroy", d->EventDestroy);
   resolve("cuEventRecord", d->EventRecord);
+  resolve("cuEventRecordWithFlags", d->EventRecordWithFlags);
   resolve("cuEventSynchronize", d->EventSynchronize);
   resolve("cuEventElapsedTime", d->EventElapsedTime);
   resolve("cuEventQuery", d->EventQuery);

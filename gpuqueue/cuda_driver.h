@@ -56,6 +56,7 @@ struct CudaDriver {
   decltype(&::cuEventCreate) EventCreate = nullptr;
   decltype(&::cuEventDestroy) EventDestroy = nullptr;
   decltype(&::cuEventRecord) EventRecord = nullptr;
+  decltype(&::cuEventRecordWithFlags) EventRecordWithFlags = nullptr;
   decltype(&::cuEventSynchronize) EventSynchronize = nullptr;
   decltype(&::cuEventElapsedTime) EventElapsedTime = nullptr;
   decltype(&::cuEventQuery) EventQuery = nullptr;

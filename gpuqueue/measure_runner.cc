@@ -158,7 +158,7 @@ absl::Status MeasureRunner::PrepareRow(Row& row, const contract::GemmShape& s, i
 // The timed part of one arm's sample: per launch, poison its output, flush L2 (cold) or run the
 // same launch once first (warm), then events around the launch.
 absl::Status MeasureRunner::EnqueueTimed(Row& row, const Arm& arm, int launches,
-                                         const TimingConfig& c) const {
+                                         const TimingConfig& c, bool capturing) const {
   const CudaDriver& d = *g_.driver;
   const contract::GemmShape& s = row.shape;
   absl::Status st;
@@ -180,9 +180,14 @@ absl::Status MeasureRunner::EnqueueTimed(Row& row, const Arm& arm, int launches,
       st = launch();
       if (st.ok()) st = poison();
     }
-    if (st.ok()) st = d.Check(d.EventRecord(row.start[i], stream_), "cuEventRecord");
+    auto record = [&](CUevent e) {
+      return capturing ? d.Check(d.EventRecordWithFlags(e, stream_, CU_EVENT_RECORD_EXTERNAL),
+                                 "cuEventRecordWithFlags(EXTERNAL)")
+                       : d.Check(d.EventRecord(e, stream_), "cuEventRecord");
+    };
+    if (st.ok()) st = record(row.start[i]);
     if (st.ok()) st = launch();
-    if (st.ok()) st = d.Check(d.EventRecord(row.stop[i], stream_), "cuEventRecord");
+    if (st.ok()) st = record(row.stop[i]);
   }
   return st;
 }
@@ -227,7 +232,7 @@ absl::StatusOr<MeasureRunner::ArmSample> MeasureRunner::RunArm(Row& row, int arm
   if (st.ok())
     st = c.mode == "graph"
              ? d.Check(d.GraphLaunch(row.exec[arm_index], stream_), "cuGraphLaunch")
-             : EnqueueTimed(row, arm, n, c);
+             : EnqueueTimed(row, arm, n, c, /*capturing=*/false);
   __atomic_store_n(&flags_host_[0], 1, __ATOMIC_SEQ_CST);
   // The candidate's outputs fingerprinted, its inputs checksummed again.
   for (int i = 0; i < n && st.ok(); ++i) {
@@ -359,7 +364,8 @@ absl::StatusOr<evidence::RowTiming> MeasureRunner::TimeRow(const contract::GemmS
       st = d.Check(d.StreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_RELAXED),
                    "cuStreamBeginCapture");
       if (st.ok()) {
-        absl::Status enq = EnqueueTimed(row, *arm, launches + arm->extra_launches, config);
+        absl::Status enq =
+            EnqueueTimed(row, *arm, launches + arm->extra_launches, config, /*capturing=*/true);
         st = d.Check(d.StreamEndCapture(stream_, &row.graph[i]), "cuStreamEndCapture");
         if (st.ok()) st = enq;
       }

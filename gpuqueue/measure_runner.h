@@ -81,7 +81,10 @@ class MeasureRunner {
   struct Row;
   MeasureRunner(const Gpu& g, const MeasureOptions& o) : g_(g), o_(o) {}
   absl::Status PrepareRow(Row& row, const contract::GemmShape& s, int slots) const;
-  absl::Status EnqueueTimed(Row& row, const Arm& arm, int launches, const TimingConfig& c) const;
+  // `capturing`: events become external event-record nodes of a graph (a plain record in a
+  // capturing stream is only a dependency marker and cannot be timed).
+  absl::Status EnqueueTimed(Row& row, const Arm& arm, int launches, const TimingConfig& c,
+                            bool capturing) const;
   struct ArmSample {
     double event_us = 0, span_us = 0, gpu_seconds = 0;
     float sm_mhz = 0;

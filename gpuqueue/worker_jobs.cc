@@ -143,7 +143,6 @@ worker::Reply RunSanitize(const worker::SanitizeJob& job) {
     opts.timeout = std::chrono::seconds(timeout_s);
     std::vector<std::string> argv = {cs, "--tool", tool, "--error-exitcode", "86",
                                      "--print-limit", "20"};
-    if (tool == "racecheck") argv.insert(argv.end(), {"--racecheck-report", "all"});
     argv.insert(argv.end(), {self, "--sanitize-target", request_file});
     auto run = base::RunSubprocess(argv, opts);
     const std::string output = run.ok() ? run->stdout_bytes + run->stderr_bytes : "";

@@ -120,6 +120,14 @@ std::vector<GemmCase> SmallCases(const contract::Contract& c, int tile_m, int ti
   return out;
 }
 
+namespace {
+constexpr int kExtremeExponent = 48;
+}  // namespace
+
+double AbsoluteToleranceScale(contract::InputDistribution dist) {
+  return dist == contract::EXTREME_MAGNITUDE ? std::ldexp(1.0, 2 * kExtremeExponent) : 1.0;
+}
+
 GemmInputs MakeInputs(const contract::GemmShape& s, contract::InputDistribution dist,
                       uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -129,7 +137,7 @@ GemmInputs MakeInputs(const contract::GemmShape& s, contract::InputDistribution 
     case contract::EXTREME_MAGNITUDE: {
       // Scaling by a power of two is exact in BF16; products reach ~2^96, sums stay far below
       // FP32's 2^128.
-      const float scale = std::ldexp(1.0f, 48);
+      const float scale = std::ldexp(1.0f, kExtremeExponent);
       in.a = RandomBf16(m * k, rng, -scale, scale);
       in.b = RandomBf16(n * k, rng, -scale, scale);
       break;

@@ -41,6 +41,14 @@ std::vector<GemmCase> SmallCases(const contract::Contract& c, int tile_m, int ti
 struct GemmInputs {
   std::vector<uint16_t> a, b;  // BF16 bits, row-major A[M,K], B[N,K]
 };
+// The factor of the contract's absolute tolerance for inputs of `dist`: the square of the exact
+// power-of-two input scale (2^96 for EXTREME_MAGNITUDE), 1 otherwise.
+double AbsoluteToleranceScale(contract::InputDistribution dist);
+
+// The factor of the contract's absolute tolerance for inputs of `dist`: the square of the exact
+// power-of-two input scale (2^96 for EXTREME_MAGNITUDE), 1 otherwise.
+double AbsoluteToleranceScale(contract::InputDistribution dist);
+
 // Fresh inputs of `dist` from `seed`. CANCELLATION needs K % 16 == 0 (else it is UNIFORM).
 GemmInputs MakeInputs(const contract::GemmShape& s, contract::InputDistribution dist,
                       uint64_t seed);
