@@ -12,7 +12,10 @@
 #include <sstream>
 #include <thread>
 
+#include <ctime>
+
 #include "CLI/CLI.hpp"
+#include "clients/report.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "cake/service.grpc.pb.h"
@@ -122,10 +125,13 @@ std::string Verdicts(const ev::Candidate& c) {
 }
 
 void PrintCandidates(const svc::ListCandidatesReply& r) {
-  std::printf("%-14s %-18s %-10s %-10s %s\n", "ID", "STATE", "VALID", "TIMING", "NOTE");
+  std::printf("%-14s %-18s %-10s %-10s %s\n", "ID", "STATE", "ELIGIBLE", "TIMING", "NOTE");
   for (const auto& c : r.candidates()) {
-    const std::string valid =
-        c.has_validation() ? (c.validation().passed() ? "pass" : "FAIL") : "-";
+    const auto& e = c.eligibility();
+    const std::string valid = e.eligible()            ? "yes"
+                              : !e.failed().empty()   ? "FAILED"
+                              : c.evidence().empty()  ? "-"
+                                                      : "missing";
     std::string note = c.status_note();
     if (note.size() > 90) note = note.substr(0, 87) + "...";
     std::printf("%-14s %-18s %-10s %-10s %s\n", c.id().c_str(),
@@ -158,22 +164,36 @@ void PrintCandidate(const ev::Candidate& c) {
       std::cout << "  " << f.op_id() << ": " << f.expected_sass() << " x" << f.observed_count()
                 << "\n";
   }
-  if (c.has_validation()) {
-    std::cout << "validation " << (c.validation().passed() ? "PASS" : "FAIL") << " on "
-              << c.validation().device() << "\n";
-    for (const auto& r : c.validation().rows())
-      std::printf("  %-12s %5dx%5dx%5d rel_l2 %.2e max_abs %.2e %s\n", r.row().c_str(), r.m(),
-                  r.n(), r.k(), r.relative_l2_error(), r.max_abs_error(),
-                  r.passed() ? "ok" : "FAIL");
+  std::cout << "eligibility " << c.eligibility().summary() << "\n";
+  for (const auto& r : c.evidence()) {
+    std::cout << "  " << ev::EvidenceKind_Name(r.kind()) << (r.tool().empty() ? "" : ":")
+              << r.tool() << " " << ev::EvidenceStatus_Name(r.status()) << ": " << r.summary()
+              << (r.failure().empty() || r.status() == ev::PASSED ? "" : " (" + r.failure() + ")")
+              << "\n";
+    if (r.kind() == ev::NUMERICAL_CONTRACT)
+      for (const auto& k : r.cases())
+        std::printf("    %-26s %5dx%5dx%5d %-18s rel_l2 %.2e %s\n", k.row().c_str(), k.m(),
+                    k.n(), k.k(), k.distribution().c_str(), k.relative_l2_error(),
+                    k.passed() ? "ok" : ("FAIL " + k.failure()).c_str());
   }
   for (const auto& m : c.measurements()) {
     std::cout << "measurement run " << m.run() << " vs " << m.incumbent() << " on " << m.device()
-              << ": " << ev::TimingVerdict_Name(m.verdict()) << " (geomean ratio "
-              << m.weighted_geomean_ratio() << ", worst row " << m.worst_row() << ")\n";
+              << ": " << ev::TimingVerdict_Name(m.verdict());
+    if (m.invalid()) std::cout << " (" << m.invalid_reason() << ")";
+    std::cout << " (geomean ratio " << m.weighted_geomean_ratio() << ", worst row "
+              << m.worst_row() << ")\n";
+    if (!m.required_regression().empty()) std::cout << "  " << m.required_regression() << "\n";
     for (const auto& r : m.rows())
-      std::printf("  %-12s ratio %.4f [%.4f, %.4f] %s  (%d pairs)\n", r.row().c_str(),
-                  r.median_ratio(), r.ratio_low(), r.ratio_high(),
-                  ev::TimingVerdict_Name(r.verdict()).c_str(), r.incumbent_us_size());
+      std::printf("  %-12s %-11s ratio %.4f [%.4f, %.4f] %-9s %8.1f vs %8.1f us  span ratio %.4f"
+                  "  (%d pairs, %d discarded, %s)\n",
+                  r.row().c_str(), (r.mode() + "/" + r.cache()).c_str(), r.median_ratio(),
+                  r.ratio_low(), r.ratio_high(), ev::TimingVerdict_Name(r.verdict()).c_str(),
+                  r.challenger_median_us(), r.incumbent_median_us(), r.span_median_ratio(),
+                  r.incumbent_us_size(), r.discarded_pairs(), r.stop_reason().c_str());
+    for (const auto& chk : m.output_checks())
+      std::printf("  timed outputs of the %s: %lld launches checked, %lld mismatches\n",
+                  chk.arm().c_str(), static_cast<long long>(chk.launches_checked()),
+                  static_cast<long long>(chk.mismatches()));
   }
 }
 
@@ -231,6 +251,11 @@ int main(int argc, char** argv) {
   watch->add_option("--timeout", watch_timeout, "Give up after this many seconds (0 = never)");
   auto* regress = app.add_subcommand("regress", "Re-validate the incumbent; exit 3 on regression");
   regress->add_option("--contract", contract_id, "Contract id")->required();
+  auto* report = app.add_subcommand(
+      "report", "Write the contract's row tables, candidate history and roofline as HTML");
+  std::string report_out;
+  report->add_option("CONTRACT", contract_id, "Contract id")->required();
+  report->add_option("--out", report_out, "Output file (default: CONTRACT.html; - for stdout)");
   auto* agent = app.add_subcommand(
       "demo-agent", "Built-in proposer: proposes distinct warp-GEMM tile geometries via Propose");
   int count = 4;
@@ -251,6 +276,45 @@ int main(int argc, char** argv) {
   }
   const bool table = Table(g);
 
+  if (report->parsed()) {
+    svc::GetContractRequest creq;
+    creq.set_contract_id(contract_id);
+    svc::GetContractReply contract_reply;
+    auto ctx = client.Ctx();
+    grpc::Status s = client->GetContract(ctx.get(), creq, &contract_reply);
+    if (!s.ok()) return ExitFor(s);
+    svc::ListCandidatesRequest lreq;
+    lreq.set_contract_id(contract_id);
+    svc::ListCandidatesReply list;
+    auto ctx2 = client.Ctx(120);
+    s = client->ListCandidates(ctx2.get(), lreq, &list);
+    if (!s.ok()) return ExitFor(s);
+    cake::clients::ReportInput in;
+    in.contract_id = contract_id;
+    in.contract = contract_reply.contract();
+    in.incumbent = contract_reply.incumbent();
+    in.candidates.assign(list.candidates().begin(), list.candidates().end());
+    const std::time_t now = std::time(nullptr);
+    char when[32];
+    std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", std::gmtime(&now));
+    in.generated = when;
+    const std::string html = cake::clients::RenderHtmlReport(in);
+    if (report_out == "-") {
+      std::cout << html;
+      return kOk;
+    }
+    const std::string path = report_out.empty() ? contract_id + ".html" : report_out;
+    std::ofstream out(path);
+    out << html;
+    if (!out) {
+      std::cerr << "cakectl: cannot write " << path << "\n";
+      return kFail;
+    }
+    std::cerr << "report written to " << path << " (" << in.candidates.size()
+              << " candidates)\n";
+    std::cout << path << "\n";
+    return kOk;
+  }
   if (status->parsed()) {
     svc::StatusReply r;
     auto ctx = client.Ctx();

@@ -31,16 +31,6 @@
 
 namespace cake::gpuqueue {
 
-struct TimingConfig {
-  std::string mode;   // "eager" | "graph"
-  std::string cache;  // "cold" | "warm"
-  bool primary = false;
-  std::string Name() const { return mode + "/" + cache; }
-};
-// The contract's configurations ("mode/cache", first = primary), or the default
-// eager/cold, eager/warm, graph/cold. InvalidArgument for an unknown one.
-absl::StatusOr<std::vector<TimingConfig>> TimingConfigs(const contract::MeasurementProtocol& p);
-
 struct Arm {
   const GemmKernel* kernel = nullptr;
   int extra_launches = 0;  // planted extra work, counted as zero launches (benchmark only)

@@ -3,9 +3,29 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 
 namespace cake::gpuqueue {
+
+absl::StatusOr<std::vector<TimingConfig>> TimingConfigs(const contract::MeasurementProtocol& p) {
+  std::vector<std::string> names(p.configurations().begin(), p.configurations().end());
+  if (names.empty()) names = {"eager/cold", "eager/warm", "graph/cold"};
+  std::vector<TimingConfig> out;
+  for (const std::string& n : names) {
+    std::vector<std::string> parts = absl::StrSplit(n, '/');
+    if (parts.size() != 2 || (parts[0] != "eager" && parts[0] != "graph") ||
+        (parts[1] != "cold" && parts[1] != "warm"))
+      return absl::InvalidArgumentError(absl::StrCat(
+          "measurement configuration '", n, "' is not mode/cache (eager|graph / cold|warm)"));
+    for (const TimingConfig& c : out)
+      if (c.Name() == n)
+        return absl::InvalidArgumentError(absl::StrCat("configuration '", n, "' listed twice"));
+    out.push_back({parts[0], parts[1], out.empty()});
+  }
+  return out;
+}
 
 StoppingParams StoppingFrom(const contract::MeasurementProtocol& c) {
   StoppingParams p;

@@ -1,4 +1,5 @@
-// Noise-based stopping of one paired timing series (nvbench's stdrel criterion, applied to the
+// The measurement protocol's parameters, pure and tested on CPU: its configurations and the
+// noise-based stopping of one paired timing series (nvbench's stdrel criterion, applied to the
 // per-pair ratio challenger/incumbent): at least `min_pairs` kept pairs and `min_gpu_seconds` of
 // GPU time, then stop when the ratio's relative standard deviation is below `max_noise` or when
 // that noise estimate has stopped moving (more pairs would not make it smaller); hard caps on
@@ -8,9 +9,20 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "cake/contract.pb.h"
 
 namespace cake::gpuqueue {
+
+struct TimingConfig {
+  std::string mode;   // "eager" | "graph"
+  std::string cache;  // "cold" | "warm"
+  bool primary = false;
+  std::string Name() const { return mode + "/" + cache; }
+};
+// The contract's configurations ("mode/cache", first = primary), or the default
+// eager/cold, eager/warm, graph/cold. InvalidArgument for an unknown or repeated one.
+absl::StatusOr<std::vector<TimingConfig>> TimingConfigs(const contract::MeasurementProtocol& p);
 
 struct StoppingParams {
   int min_pairs = 20;

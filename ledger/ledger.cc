@@ -1,6 +1,7 @@
 #include "ledger.h"
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -63,6 +64,26 @@ CREATE TABLE measurement_samples (
 CREATE TABLE events (
   id INTEGER PRIMARY KEY AUTOINCREMENT, created_ms INTEGER NOT NULL, kind TEXT NOT NULL,
   candidate_id TEXT NOT NULL DEFAULT '', job_id INTEGER NOT NULL DEFAULT 0, message TEXT NOT NULL);
+)sql";
+
+// v2: evidence records per kind, measurement validity, the protocol's per-sample context.
+constexpr const char* kSchemaV2 = R"sql(
+CREATE TABLE evidence_records (
+  id INTEGER PRIMARY KEY, candidate_id TEXT NOT NULL REFERENCES candidates(id),
+  job_id INTEGER NOT NULL, kind TEXT NOT NULL, tool TEXT NOT NULL DEFAULT '',
+  status TEXT NOT NULL, body BLOB NOT NULL, created_ms INTEGER NOT NULL);
+CREATE INDEX evidence_by_candidate ON evidence_records(candidate_id, kind, tool, id);
+ALTER TABLE measurements ADD COLUMN invalid INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE measurements ADD COLUMN invalid_reason TEXT NOT NULL DEFAULT '';
+ALTER TABLE measurement_samples ADD COLUMN mode TEXT NOT NULL DEFAULT 'eager';
+ALTER TABLE measurement_samples ADD COLUMN cache TEXT NOT NULL DEFAULT '';
+ALTER TABLE measurement_samples ADD COLUMN discarded INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE measurement_samples ADD COLUMN incumbent_sm_mhz REAL;
+ALTER TABLE measurement_samples ADD COLUMN challenger_sm_mhz REAL;
+ALTER TABLE measurement_samples ADD COLUMN temperature_c REAL;
+ALTER TABLE measurement_samples ADD COLUMN power_w REAL;
+ALTER TABLE measurement_samples ADD COLUMN incumbent_span_us REAL;
+ALTER TABLE measurement_samples ADD COLUMN challenger_span_us REAL;
 )sql";
 
 JobState ParseJobState(const std::string& s) {
@@ -168,9 +189,10 @@ absl::Status Ledger::Migrate() {
   if (version == 0) {
     CAKE_RETURN_IF_ERROR(db_->Exec(kSchemaV1));
     CAKE_RETURN_IF_ERROR(db_->Exec(absl::StrCat("PRAGMA application_id=", kApplicationId)));
-    CAKE_RETURN_IF_ERROR(db_->Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion)));
   }
+  if (version < 2) CAKE_RETURN_IF_ERROR(db_->Exec(kSchemaV2));
   // Later versions add `if (version < N)` steps here, each in this transaction.
+  CAKE_RETURN_IF_ERROR(db_->Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion)));
   return tx.Commit();
 }
 
@@ -456,34 +478,86 @@ absl::Status Ledger::PutValidation(const std::string& candidate, int64_t job_id,
 absl::Status Ledger::PutMeasurement(const std::string& candidate, const evidence::Measurement& m) {
   return Atomically([&]() -> absl::Status {
     CAKE_ASSIGN_OR_RETURN(
-        Stmt s,
-        db_->Prepare(
-            "INSERT INTO measurements(candidate_id, incumbent_id, run, verdict, body, created_ms) "
-            "VALUES (?, ?, ?, ?, ?, ?)"));
+        Stmt s, db_->Prepare("INSERT INTO measurements(candidate_id, incumbent_id, run, verdict, "
+                             "body, created_ms, invalid, invalid_reason) VALUES (?,?,?,?,?,?,?,?)"));
     CAKE_RETURN_IF_ERROR(s.Bind(1, candidate)
                              .Bind(2, m.incumbent())
                              .Bind(3, m.run())
                              .Bind(4, static_cast<int64_t>(m.verdict()))
                              .BindBlob(5, m.SerializeAsString())
                              .Bind(6, NowMs())
+                             .Bind(7, m.invalid() ? 1 : 0)
+                             .Bind(8, m.invalid_reason())
                              .Run());
     const int64_t mid = db_->LastInsertId();
+    // Every raw sample, in order, with its clocks, spans and whether the verdict kept it.
+    CAKE_ASSIGN_OR_RETURN(
+        Stmt smp,
+        db_->Prepare("INSERT INTO measurement_samples(measurement_id, row, pair, challenger_first, "
+                     "incumbent_us, challenger_us, mode, cache, discarded, incumbent_sm_mhz, "
+                     "challenger_sm_mhz, temperature_c, power_w, incumbent_span_us, "
+                     "challenger_span_us) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+    auto at = [](const auto& field, int i) -> double {
+      return i < field.size() ? double(field.Get(i)) : std::nan("");
+    };
     for (const evidence::RowTiming& row : m.rows())
       for (int i = 0; i < row.incumbent_us_size() && i < row.challenger_us_size(); ++i) {
-        CAKE_ASSIGN_OR_RETURN(
-            Stmt smp,
-            db_->Prepare(
-                "INSERT INTO measurement_samples(measurement_id, row, pair, challenger_first, "
-                "incumbent_us, challenger_us) VALUES (?, ?, ?, ?, ?, ?)"));
+        smp.Reset();
         smp.Bind(1, mid)
             .Bind(2, row.row())
             .Bind(3, i)
-            .Bind(4, i < row.challenger_first_size() && row.challenger_first(i) ? 1 : 0);
-        CAKE_RETURN_IF_ERROR(
-            smp.BindDouble(5, row.incumbent_us(i)).BindDouble(6, row.challenger_us(i)).Run());
+            .Bind(4, i < row.challenger_first_size() && row.challenger_first(i) ? 1 : 0)
+            .BindDouble(5, row.incumbent_us(i))
+            .BindDouble(6, row.challenger_us(i))
+            .Bind(7, row.mode().empty() ? "eager" : row.mode())
+            .Bind(8, row.cache())
+            .Bind(9, i < row.discarded_size() && row.discarded(i) ? 1 : 0);
+        const double extra[] = {at(row.incumbent_sm_mhz(), i), at(row.challenger_sm_mhz(), i),
+                                at(row.temperature_c(), i),    at(row.power_w(), i),
+                                at(row.incumbent_span_us(), i), at(row.challenger_span_us(), i)};
+        for (int c = 0; c < 6; ++c)
+          std::isfinite(extra[c]) ? smp.BindDouble(10 + c, extra[c]) : smp.BindNull(10 + c);
+        CAKE_RETURN_IF_ERROR(smp.Run());
       }
     return absl::OkStatus();
   });
+}
+
+absl::Status Ledger::PutEvidence(const std::string& candidate, int64_t job_id,
+                                 const evidence::EvidenceRecord& r) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  evidence::EvidenceRecord stored = r;
+  stored.set_job_id(job_id);
+  if (stored.created_unix_ms() == 0) stored.set_created_unix_ms(NowMs());
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt s, db_->Prepare("INSERT INTO evidence_records(candidate_id, job_id, kind, tool, status, "
+                           "body, created_ms) VALUES (?,?,?,?,?,?,?)"));
+  return s.Bind(1, candidate)
+      .Bind(2, job_id)
+      .Bind(3, evidence::EvidenceKind_Name(r.kind()))
+      .Bind(4, r.tool())
+      .Bind(5, evidence::EvidenceStatus_Name(r.status()))
+      .BindBlob(6, stored.SerializeAsString())
+      .Bind(7, stored.created_unix_ms())
+      .Run();
+}
+
+absl::StatusOr<std::vector<evidence::EvidenceRecord>> Ledger::LatestEvidence(
+    const std::string& candidate) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt s, db_->Prepare("SELECT body FROM evidence_records WHERE id IN (SELECT MAX(id) FROM "
+                           "evidence_records WHERE candidate_id = ? GROUP BY kind, tool) ORDER BY "
+                           "kind, tool"));
+  s.Bind(1, candidate);
+  std::vector<evidence::EvidenceRecord> out;
+  while (s.Step()) {
+    evidence::EvidenceRecord r;
+    if (!r.ParseFromString(s.Blob(0))) return absl::DataLossError("evidence record does not parse");
+    out.push_back(std::move(r));
+  }
+  CAKE_RETURN_IF_ERROR(s.status());
+  return out;
 }
 
 absl::StatusOr<evidence::Candidate> Ledger::GetCandidate(const std::string& id) {
@@ -532,6 +606,8 @@ absl::StatusOr<evidence::Candidate> Ledger::GetCandidate(const std::string& id) 
       Stmt m, db_->Prepare("SELECT body FROM measurements WHERE candidate_id = ? ORDER BY id"));
   m.Bind(1, id);
   while (m.Step()) c.add_measurements()->ParseFromString(m.Blob(0));
+  CAKE_ASSIGN_OR_RETURN(std::vector<evidence::EvidenceRecord> records, LatestEvidence(id));
+  for (evidence::EvidenceRecord& rec : records) *c.add_evidence() = std::move(rec);
   for (const auto& d : c.analysis().diagnostics()) *c.add_diagnostics() = d;
   for (const auto& d : c.receipt().failures()) *c.add_diagnostics() = d;
   return c;

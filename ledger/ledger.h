@@ -15,6 +15,13 @@
 //   validations(candidate_id, job_id, passed, body)
 //   measurements(candidate_id, incumbent_id, run, verdict, body) + measurement_samples
 //   events(id, created_ms, kind, candidate_id, job_id, message)
+// Schema v2 adds:
+//   evidence_records(candidate_id, job_id, kind, tool, status, body)  one row per record, never
+//     updated: the latest (highest id) per kind and tool is current
+//   measurements.invalid / invalid_reason         an invalid run is kept but never ranked
+//   measurement_samples.mode, cache, discarded, incumbent/challenger_sm_mhz, temperature_c,
+//     power_w, incumbent/challenger_span_us      (NULL where not read)
+// Opening a v1 ledger migrates it to v2 in one transaction.
 //
 // Thread-safety: all methods are safe to call from any thread (one connection, serialized by a
 // mutex). Atomically() runs several calls in one IMMEDIATE transaction. Never carry a Ledger
@@ -40,7 +47,7 @@ namespace cake::ledger {
 class Db;
 
 inline constexpr int64_t kApplicationId = 0x43414B45;  // "CAKE"
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 enum class JobState { kQueued, kRunning, kDone, kFailed, kInterrupted };
 std::string JobStateName(JobState s);
@@ -108,6 +115,10 @@ class Ledger {
   absl::Status PutValidation(const std::string& candidate, int64_t job_id,
                              const evidence::Validation& v);
   absl::Status PutMeasurement(const std::string& candidate, const evidence::Measurement& m);
+  absl::Status PutEvidence(const std::string& candidate, int64_t job_id,
+                           const evidence::EvidenceRecord& r);
+  // The latest record of each kind and tool.
+  absl::StatusOr<std::vector<evidence::EvidenceRecord>> LatestEvidence(const std::string& candidate);
   absl::StatusOr<evidence::Candidate> GetCandidate(const std::string& id);
   absl::StatusOr<std::vector<evidence::Candidate>> ListCandidates(const std::string& contract_id,
                                                                   int limit);

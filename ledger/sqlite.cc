@@ -56,6 +56,12 @@ bool Stmt::Step() {
   return false;
 }
 
+void Stmt::Reset() {
+  sqlite3_reset(s_);
+  sqlite3_clear_bindings(s_);
+  status_ = absl::OkStatus();
+}
+
 absl::Status Stmt::Run() {
   while (Step()) {
   }

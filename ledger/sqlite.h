@@ -29,6 +29,7 @@ class Stmt {
   bool Step();
   absl::Status status() const { return status_; }
   absl::Status Run();  // steps to completion
+  void Reset();        // ready to bind and run again (bindings cleared)
   int64_t Int(int col) const { return sqlite3_column_int64(s_, col); }
   std::string Text(int col) const;
   std::string Blob(int col) const;

@@ -8,8 +8,11 @@
 #include "compiler/parse.h"
 #include "compiler/status_macros.h"
 #include "compiler/targets.h"
+#include "workloads/gemm_cases.h"
+#include "eligibility.h"
 #include "gpuqueue/nvml.h"
 #include "gpuqueue/sandbox.h"
+#include "gpuqueue/stopping.h"
 #include "spdlog/spdlog.h"
 
 namespace cake::server {
@@ -18,7 +21,7 @@ namespace {
 using evidence::CandidateState;
 
 bool IsGpuKind(const std::string& kind) {
-  return kind == "validate" || kind == "measure" || kind == "regress";
+  return kind == "validate" || kind == "sanitize" || kind == "measure" || kind == "regress";
 }
 
 std::string ContractId(const contract::Contract& c) {
@@ -57,6 +60,13 @@ absl::Status CheckContract(const contract::Contract& c) {
   }
   if (c.output_dtype() != "bf16" && c.output_dtype() != "f32")
     return absl::InvalidArgumentError("output_dtype must be bf16 or f32");
+  if (auto configs = gpuqueue::TimingConfigs(c.protocol()); !configs.ok())
+    return absl::InvalidArgumentError(absl::StrCat("protocol: ", configs.status().message()));
+  if (c.protocol().throttle_fraction() < 0 || c.protocol().throttle_fraction() >= 1)
+    return absl::InvalidArgumentError("protocol.throttle_fraction must be in [0, 1)");
+  if (c.has_validation())
+    if (std::string bad = CheckValidationPolicy(c.validation()); !bad.empty())
+      return absl::InvalidArgumentError(bad);
   auto parsed = compiler::ParseModuleText(c.baseline_schedule(), "baseline_schedule");
   if (!parsed.ok())
     return absl::InvalidArgumentError(
@@ -64,18 +74,32 @@ absl::Status CheckContract(const contract::Contract& c) {
   return absl::OkStatus();
 }
 
-// Canonical hash of the contract's baseline schedule ("" if it does not parse).
-std::string BaselineHash(const contract::Contract& c) {
-  auto parsed = compiler::ParseModuleText(c.baseline_schedule(), "baseline_schedule");
-  return parsed.ok() ? compiler::ScheduleHash(parsed->module) : "";
-}
-
 contract::Contract AgentView(contract::Contract c) {
-  // Held-out rows are validated but never shown to agents.
+  // Held-out rows and cases are validated but never shown to agents.
   auto* rows = c.mutable_rows();
   for (int i = rows->size() - 1; i >= 0; --i)
     if ((*rows)[i].held_out()) rows->DeleteSubrange(i, 1);
+  auto* cases = c.mutable_validation()->mutable_cases();
+  for (int i = cases->size() - 1; i >= 0; --i)
+    if ((*cases)[i].held_out()) cases->DeleteSubrange(i, 1);
+  if (c.validation().ByteSizeLong() == 0) c.clear_validation();
   return c;
+}
+
+// Names of the rows and cases agents never see.
+std::set<std::string> HiddenNames(const contract::Contract& c) {
+  std::set<std::string> hidden;
+  for (const auto& r : c.rows())
+    if (r.held_out()) hidden.insert(r.name());
+  for (const auto& vc : c.validation().cases())
+    if (vc.held_out()) hidden.insert(vc.name());
+  return hidden;
+}
+
+void HideCases(google::protobuf::RepeatedPtrField<evidence::RowCheck>* cases,
+               const std::set<std::string>& hidden) {
+  for (int i = cases->size() - 1; i >= 0; --i)
+    if (hidden.count((*cases)[i].row())) cases->DeleteSubrange(i, 1);
 }
 
 }  // namespace
@@ -213,6 +237,13 @@ void Orchestrator::RunJob(const ledger::Job& job, bool gpu) {
   gpuqueue::SandboxOptions opts;
   opts.worker_path = config_.worker_path;
   opts.timeout = gpu ? config_.gpu_timeout : config_.compile_timeout;
+  if (request.has_sanitize()) {
+    // Each tool runs under its own limit; the job may take all of them.
+    const auto policy = workloads::EffectivePolicy(request.sanitize().contract());
+    const int per_tool = policy.sanitizer_timeout_s() > 0 ? policy.sanitizer_timeout_s() : 300;
+    opts.timeout = std::max<std::chrono::milliseconds>(
+        opts.timeout, std::chrono::seconds(per_tool * request.sanitize().tools_size() + 60));
+  }
   opts.env = config_.worker_env;
   int64_t pid_seen = 0;
   absl::Status marked = ledger_->MarkJobRunning(job.id, 0);
@@ -233,6 +264,8 @@ void Orchestrator::RunJob(const ledger::Job& job, bool gpu) {
     s = OnCompiled(job, *reply);
   } else if (job.kind == "validate") {
     s = OnValidated(job, *reply);
+  } else if (job.kind == "sanitize") {
+    s = OnSanitized(job, *reply);
   } else if (job.kind == "measure") {
     s = OnMeasured(job, *reply);
   } else if (job.kind == "regress") {
@@ -244,6 +277,31 @@ void Orchestrator::RunJob(const ledger::Job& job, bool gpu) {
                    ? ""
                    : absl::StrCat(" with a failure: ",
                                   reply.ok() ? reply->error() : reply.status().message()));
+  // After a hang, a sticky error or a killed worker, check the device in a fresh worker before
+  // the next GPU job uses it.
+  if (gpu && (!reply.ok() || reply->device_fault())) ProbeDevice(job);
+}
+
+void Orchestrator::ProbeDevice(const ledger::Job& after) {
+  worker::Request probe;
+  probe.set_job_id(absl::StrCat("probe-after-", after.id));
+  probe.mutable_probe();
+  gpuqueue::SandboxOptions opts;
+  opts.worker_path = config_.worker_path;
+  opts.timeout = std::chrono::seconds(60);
+  opts.env = config_.worker_env;
+  auto reply = gpuqueue::RunInWorker(probe, opts);
+  const bool ok = reply.ok() && reply->probe().device_count() > 0;
+  const std::string msg =
+      ok ? absl::StrCat("device answers after job ", after.id, ": ", reply->probe().devices(0))
+         : absl::StrCat("device probe after job ", after.id, " failed: ",
+                        reply.ok() ? reply->probe().reason() : reply.status().message());
+  if (ok)
+    spdlog::info("{}", msg);
+  else
+    spdlog::error("{}", msg);
+  (void)ledger_->AddEvent(ok ? "device_probe_ok" : "device_probe_failed", after.candidate_id,
+                          after.id, msg);
 }
 
 absl::Status Orchestrator::OnJobFailed(const ledger::Job& job, const std::string& reason) {
@@ -252,15 +310,39 @@ absl::Status Orchestrator::OnJobFailed(const ledger::Job& job, const std::string
     if (job.kind == "compile")
       return ledger_->SetCandidateState(job.candidate_id, evidence::REJECTED, evidence::COMPILED,
                                         absl::StrCat("compile job failed: ", reason));
-    if (job.kind == "validate")
+    if (job.kind == "validate") {
+      // The worker died or hung past its limit: that is a failed numerical record.
+      evidence::EvidenceRecord r;
+      r.set_kind(evidence::NUMERICAL_CONTRACT);
+      r.set_status(evidence::FAILED);
+      r.set_failure(absl::StrCat("validation worker failed: ", reason));
+      r.set_summary(r.failure());
+      CAKE_RETURN_IF_ERROR(ledger_->PutEvidence(job.candidate_id, job.id, r));
       return ledger_->SetCandidateState(job.candidate_id, evidence::REJECTED, evidence::VALIDATED,
                                         absl::StrCat("validation job failed: ", reason));
-    if (job.kind == "measure") {
-      // A failed measurement never enters a ranking; the candidate stays validated.
-      CAKE_ASSIGN_OR_RETURN(evidence::Candidate c, ledger_->GetCandidate(job.candidate_id));
+    }
+    CAKE_ASSIGN_OR_RETURN(evidence::Candidate c, ledger_->GetCandidate(job.candidate_id));
+    if (job.kind == "sanitize")
+      // Missing evidence, not a defect: the candidate stays where it is, not eligible.
       return ledger_->SetCandidateState(
           job.candidate_id, c.state(), c.rejected_at(),
-          absl::StrCat("measurement failed (no timing kept): ", reason));
+          absl::StrCat("sanitizer job failed (evidence missing, not eligible): ", reason));
+    if (job.kind == "measure") {
+      // The run is recorded as invalid with the reason; it never enters a ranking.
+      worker::Request req;
+      evidence::Measurement m;
+      if (req.ParseFromString(job.request)) {
+        m.set_incumbent(req.measure().incumbent().candidate());
+        m.set_run(req.measure().run());
+      }
+      m.set_candidate(job.candidate_id);
+      m.set_invalid(true);
+      m.set_invalid_reason(absl::StrCat("measure worker failed: ", reason));
+      m.set_verdict(evidence::INVALID);
+      CAKE_RETURN_IF_ERROR(ledger_->PutMeasurement(job.candidate_id, m));
+      return ledger_->SetCandidateState(
+          job.candidate_id, c.state(), c.rejected_at(),
+          absl::StrCat("measurement run invalid (no timing ranked): ", reason));
     }
     return absl::OkStatus();
   });
@@ -341,6 +423,23 @@ absl::StatusOr<int64_t> Orchestrator::EnqueueValidate(const std::string& candida
   return id;
 }
 
+absl::StatusOr<int64_t> Orchestrator::EnqueueSanitize(const std::string& candidate,
+                                                      const std::vector<std::string>& tools) {
+  CAKE_ASSIGN_OR_RETURN(evidence::Candidate cand, ledger_->GetCandidate(candidate));
+  CAKE_ASSIGN_OR_RETURN(contract::Contract c, ledger_->GetContract(cand.contract_id()));
+  worker::Request req;
+  req.set_job_id(absl::StrCat("sanitize-", candidate));
+  worker::SanitizeJob* s = req.mutable_sanitize();
+  *s->mutable_contract() = c;
+  CAKE_ASSIGN_OR_RETURN(*s->mutable_kernel(), KernelFor(candidate));
+  s->set_seed(FreshSeed());
+  for (const std::string& t : tools) s->add_tools(t);
+  CAKE_ASSIGN_OR_RETURN(int64_t id,
+                        ledger_->EnqueueJob(candidate, "sanitize", req.SerializeAsString()));
+  Wake();
+  return id;
+}
+
 absl::StatusOr<int64_t> Orchestrator::EnqueueMeasure(const std::string& candidate,
                                                      const std::string& incumbent, int run) {
   CAKE_ASSIGN_OR_RETURN(evidence::Candidate cand, ledger_->GetCandidate(candidate));
@@ -357,91 +456,6 @@ absl::StatusOr<int64_t> Orchestrator::EnqueueMeasure(const std::string& candidat
                         ledger_->EnqueueJob(candidate, "measure", req.SerializeAsString()));
   Wake();
   return id;
-}
-
-absl::Status Orchestrator::OnValidated(const ledger::Job& job, const worker::Reply& reply) {
-  CAKE_ASSIGN_OR_RETURN(evidence::Candidate cand, ledger_->GetCandidate(job.candidate_id));
-  return ledger_->Atomically([&]() -> absl::Status {
-    CAKE_RETURN_IF_ERROR(ledger_->FinishJob(job.id, true, ""));
-    CAKE_RETURN_IF_ERROR(ledger_->PutValidation(job.candidate_id, job.id, reply.validation()));
-    if (!reply.validation().passed())
-      return ledger_->SetCandidateState(job.candidate_id, evidence::REJECTED, evidence::VALIDATED,
-                                        reply.validation().failure());
-    CAKE_RETURN_IF_ERROR(ledger_->SetCandidateState(job.candidate_id, evidence::VALIDATED,
-                                                    evidence::CANDIDATE_STATE_UNSPECIFIED, ""));
-    CAKE_ASSIGN_OR_RETURN(std::string incumbent, ledger_->Incumbent(cand.contract_id()));
-    if (!incumbent.empty()) {
-      if (incumbent == job.candidate_id) return absl::OkStatus();
-      return EnqueueMeasure(job.candidate_id, incumbent, 0).status();
-    }
-    CAKE_ASSIGN_OR_RETURN(contract::Contract c, ledger_->GetContract(cand.contract_id()));
-    if (cand.schedule_hash() != BaselineHash(c))
-      // Only the contract's baseline becomes the first incumbent; others wait for it.
-      return ledger_->SetCandidateState(job.candidate_id, evidence::VALIDATED,
-                                        evidence::CANDIDATE_STATE_UNSPECIFIED,
-                                        "waiting for the contract baseline to be validated");
-    CAKE_RETURN_IF_ERROR(ledger_->SetIncumbent(cand.contract_id(), job.candidate_id,
-                                               "baseline of the contract, validated"));
-    CAKE_RETURN_IF_ERROR(ledger_->SetCandidateState(job.candidate_id, evidence::CONFIRMED_WINNER,
-                                                    evidence::CANDIDATE_STATE_UNSPECIFIED,
-                                                    "incumbent (baseline)"));
-    // Candidates that validated before the baseline are measured against it now.
-    CAKE_ASSIGN_OR_RETURN(std::vector<evidence::Candidate> all,
-                          ledger_->ListCandidates(cand.contract_id(), 0));
-    for (const evidence::Candidate& other : all)
-      if (other.id() != job.candidate_id && other.state() == evidence::VALIDATED &&
-          other.validation().passed())
-        CAKE_RETURN_IF_ERROR(EnqueueMeasure(other.id(), job.candidate_id, 0).status());
-    return absl::OkStatus();
-  });
-}
-
-absl::Status Orchestrator::OnMeasured(const ledger::Job& job, const worker::Reply& reply) {
-  const evidence::Measurement& m = reply.measurement();
-  CAKE_ASSIGN_OR_RETURN(evidence::Candidate cand, ledger_->GetCandidate(job.candidate_id));
-  CAKE_ASSIGN_OR_RETURN(contract::Contract c, ledger_->GetContract(cand.contract_id()));
-  return ledger_->Atomically([&]() -> absl::Status {
-    CAKE_RETURN_IF_ERROR(ledger_->FinishJob(job.id, true, ""));
-    CAKE_RETURN_IF_ERROR(ledger_->PutMeasurement(job.candidate_id, m));
-    const std::string verdict = evidence::TimingVerdict_Name(m.verdict());
-    const std::string summary = absl::StrCat(
-        "run ", m.run(), " vs ", m.incumbent(), ": ", verdict, ", weighted geomean ratio ",
-        absl::StrFormat("%.4f", m.weighted_geomean_ratio()), ", worst row ", m.worst_row());
-    CAKE_ASSIGN_OR_RETURN(std::string incumbent, ledger_->Incumbent(cand.contract_id()));
-    if (m.verdict() != evidence::FASTER)
-      return ledger_->SetCandidateState(job.candidate_id, evidence::MEASURED,
-                                        evidence::CANDIDATE_STATE_UNSPECIFIED,
-                                        absl::StrCat(summary, "; incumbent kept"));
-    if (incumbent != m.incumbent())  // the incumbent changed meanwhile: measure again
-      return EnqueueMeasure(job.candidate_id, incumbent, 0).status();
-    const int confirmations =
-        c.protocol().confirmation_runs() > 0 ? c.protocol().confirmation_runs() : 1;
-    if (m.run() < confirmations) {
-      CAKE_RETURN_IF_ERROR(ledger_->SetCandidateState(
-          job.candidate_id, evidence::CHALLENGER, evidence::CANDIDATE_STATE_UNSPECIFIED,
-          absl::StrCat(summary, "; confirmation run queued")));
-      return EnqueueMeasure(job.candidate_id, incumbent, m.run() + 1).status();
-    }
-    CAKE_RETURN_IF_ERROR(
-        ledger_->SetIncumbent(cand.contract_id(), job.candidate_id,
-                              absl::StrCat("faster in ", m.run() + 1, " paired runs; ", summary)));
-    return ledger_->SetCandidateState(job.candidate_id, evidence::CONFIRMED_WINNER,
-                                      evidence::CANDIDATE_STATE_UNSPECIFIED,
-                                      absl::StrCat("promoted: ", summary));
-  });
-}
-
-absl::Status Orchestrator::OnRegressed(const ledger::Job& job, const worker::Reply& reply) {
-  return ledger_->Atomically([&]() -> absl::Status {
-    CAKE_RETURN_IF_ERROR(ledger_->FinishJob(
-        job.id, reply.validation().passed(),
-        reply.validation().passed() ? "" : "regression: " + reply.validation().failure()));
-    CAKE_RETURN_IF_ERROR(ledger_->PutValidation(job.candidate_id, job.id, reply.validation()));
-    return ledger_->AddEvent(
-        reply.validation().passed() ? "regress_ok" : "regress_failed", job.candidate_id, job.id,
-        reply.validation().passed() ? "incumbent still meets the numerical contract on every row"
-                                    : reply.validation().failure());
-  });
 }
 
 absl::StatusOr<service::CreateContractReply> Orchestrator::CreateContract(
@@ -532,15 +546,20 @@ absl::StatusOr<service::ProposeReply> Orchestrator::Propose(const service::Propo
 
 absl::StatusOr<evidence::Candidate> Orchestrator::GetCandidate(const std::string& id, Role role) {
   CAKE_ASSIGN_OR_RETURN(evidence::Candidate c, ledger_->GetCandidate(id));
+  CAKE_ASSIGN_OR_RETURN(contract::Contract ct, ledger_->GetContract(c.contract_id()));
+  *c.mutable_eligibility() =
+      DeriveEligibility(ct, {c.evidence().begin(), c.evidence().end()});
   if (role == Role::kAgent) {
-    // Held-out rows' checks are summarized, not shown.
-    CAKE_ASSIGN_OR_RETURN(contract::Contract ct, ledger_->GetContract(c.contract_id()));
-    std::set<std::string> hidden;
-    for (const auto& r : ct.rows())
-      if (r.held_out()) hidden.insert(r.name());
-    auto* rows = c.mutable_validation()->mutable_rows();
-    for (int i = rows->size() - 1; i >= 0; --i)
-      if (hidden.count((*rows)[i].row())) rows->DeleteSubrange(i, 1);
+    // Held-out rows' and cases' checks are summarized (pass/fail counts), not shown.
+    const std::set<std::string> hidden = HiddenNames(ct);
+    HideCases(c.mutable_validation()->mutable_rows(), hidden);
+    for (auto* records : {c.mutable_validation()->mutable_records(), c.mutable_evidence()})
+      for (evidence::EvidenceRecord& r : *records) {
+        HideCases(r.mutable_cases(), hidden);
+        auto* names = r.mutable_coverage()->mutable_cases();
+        for (int i = names->size() - 1; i >= 0; --i)
+          if (hidden.count((*names)[i])) names->DeleteSubrange(i, 1);
+      }
   }
   return c;
 }
@@ -560,10 +579,14 @@ absl::StatusOr<std::vector<evidence::Candidate>> Orchestrator::ListCandidates(
 absl::StatusOr<int64_t> Orchestrator::Measure(const std::string& candidate,
                                               const std::string& key) {
   CAKE_ASSIGN_OR_RETURN(evidence::Candidate c, ledger_->GetCandidate(candidate));
-  if (!c.validation().passed())
+  CAKE_ASSIGN_OR_RETURN(contract::Contract ct, ledger_->GetContract(c.contract_id()));
+  // EVIDENCE-OF: DESIGN 7 "No timing enters a ranking from a failed numerical candidate".
+  const evidence::Eligibility e = DeriveEligibility(ct, {c.evidence().begin(), c.evidence().end()});
+  if (!e.eligible() || c.state() == evidence::REJECTED)
     return absl::FailedPreconditionError(absl::StrCat(
-        "candidate ", candidate, " is not eligible: missing evidence: passing validation (state ",
-        evidence::CandidateState_Name(c.state()), ")"));
+        "candidate ", candidate, " is not eligible (state ",
+        evidence::CandidateState_Name(c.state()), "): ",
+        e.eligible() ? "it was rejected: " + c.status_note() : e.summary()));
   if (!execution_device_) return absl::FailedPreconditionError(device_note_);
   CAKE_ASSIGN_OR_RETURN(std::string incumbent, ledger_->Incumbent(c.contract_id()));
   if (incumbent.empty() || incumbent == candidate)

@@ -1,6 +1,10 @@
 // The orchestrator: contracts, candidates and their state machine
 //   Proposed -> Analyzed -> Compiled -> Validated -> Measured -> Challenger -> ConfirmedWinner
 //   (or Rejected at any stage, with the stage and its evidence kept),
+// where Validated means eligible: the validate job (numerical, mutation/lifecycle, determinism
+// records) and the sanitize job (one record per tool the contract lists) have produced every
+// record the contract requires, and none failed (server/eligibility.h). A candidate with missing
+// evidence stays Compiled and says what is missing; Measure refuses it (FAILED_PRECONDITION).
 // the durable job queue (the ledger's jobs table) drained by lanes of worker processes, and
 // promotion — which is the orchestrator's alone: validated, no required-row regression, faster
 // than the incumbent beyond the practical floor in a confirmation run; ties keep the incumbent.
@@ -73,14 +77,21 @@ class Orchestrator {
   void RunJob(const ledger::Job& job, bool gpu);
   absl::Status OnCompiled(const ledger::Job& job, const worker::Reply& reply);
   absl::Status OnValidated(const ledger::Job& job, const worker::Reply& reply);
+  absl::Status OnSanitized(const ledger::Job& job, const worker::Reply& reply);
+  // After validation evidence: derive eligibility; an eligible candidate becomes Validated and,
+  // unless it is or becomes the incumbent, is measured against the incumbent.
+  absl::Status Admit(const std::string& candidate);
   absl::Status OnMeasured(const ledger::Job& job, const worker::Reply& reply);
   absl::Status OnRegressed(const ledger::Job& job, const worker::Reply& reply);
   absl::Status OnJobFailed(const ledger::Job& job, const std::string& reason);
   absl::StatusOr<int64_t> EnqueueValidate(const std::string& candidate, const std::string& kind);
+  absl::StatusOr<int64_t> EnqueueSanitize(const std::string& candidate,
+                                          const std::vector<std::string>& tools);
   absl::StatusOr<int64_t> EnqueueMeasure(const std::string& candidate, const std::string& incumbent,
                                          int run);
   absl::StatusOr<worker::KernelRef> KernelFor(const std::string& candidate);
   void WaitForForeignProcesses();
+  void ProbeDevice(const ledger::Job& after);
   void Wake();
 
   ledger::Ledger* ledger_;

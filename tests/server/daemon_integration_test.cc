@@ -91,17 +91,30 @@ TEST_F(DaemonTest, RoundStopsAtCompiledWithoutADeviceAndSaysSo) {
   EXPECT_NE(c.status_note().find("no execution device"), std::string::npos);
   EXPECT_EQ(c.receipt().outcome(), report::LoweringReceipt::PASS);
   EXPECT_EQ(c.analysis().verdict(), report::VERIFIED);
-  // Agents never see held-out rows.
+  // Agents never see held-out rows or held-out validation cases.
   service::GetContractReply agent_view;
   ASSERT_TRUE(d.stub()->GetContract(d.Ctx("agent").get(), gr, &agent_view).ok());
   EXPECT_EQ(agent_view.contract().rows_size() + 1, gc.contract().rows_size());
-  // Measuring a candidate without validation is refused, naming the missing evidence.
+  EXPECT_EQ(agent_view.contract().validation().cases_size() + 1,
+            gc.contract().validation().cases_size());
+  for (const auto& vc : agent_view.contract().validation().cases()) EXPECT_FALSE(vc.held_out());
+  // Eligibility is derived, and without any record every required one is missing.
+  EXPECT_FALSE(c.eligibility().eligible());
+  EXPECT_EQ(c.eligibility().missing_size(), 7) << c.eligibility().summary();
+  EXPECT_EQ(c.eligibility().optional_missing_size(), 2) << c.eligibility().summary();
+  // Measuring a candidate without validation evidence is refused, naming what is missing;
+  // optional evidence is not named as missing.
   service::MeasureRequest mr;
   mr.set_candidate_id(baseline);
   service::MeasureReply mreply;
   grpc::Status ms = d.stub()->Measure(d.Ctx("agent").get(), mr, &mreply);
   EXPECT_EQ(ms.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
-  EXPECT_NE(ms.error_message().find("missing evidence: passing validation"), std::string::npos);
+  for (const char* name : {"missing evidence: numerical_contract", "mutation_and_lifecycle",
+                           "repeated_execution_determinism", "sanitizer:memcheck",
+                           "sanitizer:racecheck", "sanitizer:initcheck", "sanitizer:synccheck"})
+    EXPECT_NE(ms.error_message().find(name), std::string::npos) << ms.error_message();
+  EXPECT_EQ(ms.error_message().find("timing_perturbation"), std::string::npos)
+      << ms.error_message();
   EXPECT_EQ(d.Stop(), 0);
 }
 
@@ -349,6 +362,17 @@ TEST_F(DaemonTest, CakectlExitCodes) {
   auto missing = env;
   missing["CAKE_TOKEN_FILE"] = "/nonexistent/token";
   EXPECT_EQ(Cakectl({"status"}, missing), 4);
+  // The HTML report of a contract with no measurement yet: rows, history, and no plot.
+  const std::string contract = CreateContract(d);
+  const fs::path html = state_ / "report.html";
+  EXPECT_EQ(Cakectl({"report", contract, "--out", html.string()}, env, &out), 0) << out;
+  const std::string page = testing::ReadText(html);
+  EXPECT_NE(page.find("<!DOCTYPE html>"), std::string::npos);
+  EXPECT_NE(page.find("square_4k"), std::string::npos);
+  EXPECT_NE(page.find("No valid measurement yet"), std::string::npos);
+  EXPECT_NE(page.find("no SM120 execution witness"), std::string::npos);
+  EXPECT_EQ(Cakectl({"report", "ct-0000000000000000", "--out", html.string()}, env, &out), 1)
+      << out;
   d.Stop();
   EXPECT_EQ(Cakectl({"status"}, env, &out), 5) << out;
 }
