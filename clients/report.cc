@@ -41,6 +41,24 @@ const contract::Row* RowNamed(const contract::Contract& c, const std::string& na
   return nullptr;
 }
 
+// A stored median, or (records older than the per-arm medians) the median of the kept samples.
+double MedianUs(double stored, const google::protobuf::RepeatedField<double>& samples,
+                const RowTiming& r) {
+  if (stored > 0) return stored;
+  std::vector<double> v;
+  for (int i = 0; i < samples.size(); ++i)
+    if (i >= r.discarded_size() || !r.discarded(i)) v.push_back(samples.Get(i));
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+double IncumbentUs(const RowTiming& r) {
+  return MedianUs(r.incumbent_median_us(), r.incumbent_us(), r);
+}
+double ChallengerUs(const RowTiming& r) {
+  return MedianUs(r.challenger_median_us(), r.challenger_us(), r);
+}
+
 // The latest valid measurement of a candidate, or nullptr.
 const Measurement* Latest(const Candidate& c) {
   const Measurement* m = nullptr;
@@ -65,15 +83,13 @@ std::string RowTable(const Measurement& m) {
       "<th>ratio [95% interval]</th><th>verdict</th><th>span ratio</th><th>pairs (discarded)"
       "</th><th class=l>stop</th><th>launches/sample</th><th>SM MHz</th></tr>\n");
   for (const RowTiming& r : m.rows()) {
-    const double speedup = r.challenger_median_us() > 0
-                               ? r.incumbent_median_us() / r.challenger_median_us()
-                               : NAN;
+    const double speedup = ChallengerUs(r) > 0 ? IncumbentUs(r) / ChallengerUs(r) : NAN;
     const std::string config =
         r.mode().empty() ? "eager" : absl::StrCat(r.mode(), "/", r.cache(), r.primary() ? " *" : "");
     absl::StrAppend(
         &h, "<tr><td class=l>", HtmlEscape(r.row()), "</td><td class=l>", config, "</td><td>",
-        r.required() ? "yes" : "", "</td><td>", Fmt(r.incumbent_median_us()), " (",
-        Fmt(r.incumbent_iqr_us(), "%.2f"), ")</td><td>", Fmt(r.challenger_median_us()), " (",
+        r.required() ? "yes" : "", "</td><td>", Fmt(IncumbentUs(r)), " (",
+        Fmt(r.incumbent_iqr_us(), "%.2f"), ")</td><td>", Fmt(ChallengerUs(r)), " (",
         Fmt(r.challenger_iqr_us(), "%.2f"), ")</td><td>", Fmt(speedup, "%.3f"), "</td><td>",
         Fmt(r.median_ratio(), "%.4f"), " [", Fmt(r.ratio_low(), "%.4f"), ", ",
         Fmt(r.ratio_high(), "%.4f"), "]</td>", VerdictCell(r.verdict()), "<td>",
@@ -121,9 +137,9 @@ std::string Roofline(const ReportInput& in) {
     for (const RowTiming& r : m->rows()) {
       if (!r.mode().empty() && !r.primary()) continue;
       const contract::Row* row = RowNamed(in.contract, r.row());
-      if (!row || r.challenger_median_us() <= 0) continue;
+      if (!row || ChallengerUs(r) <= 0) continue;
       const double ai = double(Flops(row->shape())) / Bytes(row->shape(), bf16_out);
-      pts.push_back({ai, double(Flops(row->shape())) / (r.challenger_median_us() * 1e6),
+      pts.push_back({ai, double(Flops(row->shape())) / (ChallengerUs(r) * 1e6),
                      absl::StrCat(c.id(), " ", r.row()), c.id() == in.incumbent});
     }
   }

@@ -1,9 +1,16 @@
 // The paired-timing decision logic on recorded sample fixtures (no GPU).
 #include <gtest/gtest.h>
 
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "gpuqueue/paired_verdict.h"
+#include "tests/compiler/test_util.h"
 
 namespace cake {
 namespace {
@@ -99,6 +106,129 @@ TEST(PairedVerdict, AllRequiredFasterIsFasterAndMixedTieIsTie) {
   *tie.add_rows() = Row("b", 500, 500, 0.004, 20, 10);
   gpuqueue::JudgeMeasurement(&tie, Contract());
   EXPECT_EQ(tie.verdict(), evidence::TIE) << "ties keep the incumbent";
+}
+
+TEST(PairedVerdict, DiscardedPairsAreKeptOutOfTheVerdictButCounted) {
+  auto r = Row("a", 500, 500, 0.002, 20, 11);
+  // Five throttled pairs that would make the challenger look 30 % faster.
+  for (int i = 0; i < 5; ++i) {
+    r.add_incumbent_us(500);
+    r.add_challenger_us(350);
+    r.add_challenger_first(false);
+  }
+  for (int i = 0; i < 25; ++i) r.add_discarded(i >= 20);
+  gpuqueue::JudgeRow(&r, 0.02);
+  EXPECT_EQ(r.verdict(), evidence::TIE);
+  EXPECT_EQ(r.discarded_pairs(), 5);
+  EXPECT_NEAR(r.challenger_median_us(), 500, 5);
+  r.clear_discarded();
+  gpuqueue::JudgeRow(&r, 0.02);
+  EXPECT_LT(r.challenger_median_us(), 500) << "the same pairs kept would move the median";
+}
+
+TEST(PairedVerdict, OnlyThePrimaryConfigurationDecidesAndRegressionsAreNamed) {
+  evidence::Measurement m;
+  auto primary = Row("a", 500, 450, 0.004, 20, 12);
+  primary.set_mode("eager");
+  primary.set_cache("cold");
+  primary.set_primary(true);
+  auto warm = Row("a", 500, 600, 0.004, 20, 13);  // slower, but descriptive only
+  warm.set_mode("eager");
+  warm.set_cache("warm");
+  auto b = Row("b", 500, 440, 0.004, 20, 14);
+  b.set_mode("eager");
+  b.set_cache("cold");
+  b.set_primary(true);
+  *m.add_rows() = primary;
+  *m.add_rows() = warm;
+  *m.add_rows() = b;
+  gpuqueue::JudgeMeasurement(&m, Contract());
+  EXPECT_EQ(m.verdict(), evidence::FASTER);
+  EXPECT_EQ(m.rows(1).verdict(), evidence::SLOWER) << "still judged and reported";
+  EXPECT_TRUE(m.required_regression().empty());
+  EXPECT_NEAR(m.weighted_total_incumbent_us(), 1000, 10);
+  m.mutable_rows(2)->CopyFrom(Row("b", 500, 560, 0.004, 20, 15));
+  m.mutable_rows(2)->set_mode("eager");
+  m.mutable_rows(2)->set_primary(true);
+  gpuqueue::JudgeMeasurement(&m, Contract());
+  EXPECT_EQ(m.verdict(), evidence::SLOWER);
+  EXPECT_NE(m.required_regression().find("required row b is slower"), std::string::npos)
+      << m.required_regression();
+  m.set_invalid(true);
+  gpuqueue::JudgeMeasurement(&m, Contract());
+  EXPECT_EQ(m.verdict(), evidence::INVALID) << "an invalid run is never judged";
+}
+
+// Recorded on the H200 by cake-protocol-bench (evidence/protocol_bench/run_fresh_inputs_20):
+// every comparison's raw pairs re-judged here give the verdicts recorded there, the A/A
+// comparisons are never called different, and the planted 3 % slowdown is always found.
+TEST(PairedVerdict, RecordedH200BenchSamplesReplayToTheRecordedRates) {
+  std::ifstream in(testing::SourceDir() /
+                   "evidence/protocol_bench/run_fresh_inputs_20/protocol_bench.json");
+  ASSERT_TRUE(in.good());
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  const double floor = doc["floor"].get<double>();
+  std::map<std::string, std::map<std::string, int>> counts;
+  for (const char* experiment : {"a_a", "planted_slowdown"}) {
+    for (const auto& c : doc[experiment]["comparisons"]) {
+      evidence::RowTiming r;
+      for (double v : c["incumbent_us"]) r.add_incumbent_us(v);
+      for (double v : c["challenger_us"]) r.add_challenger_us(v);
+      for (bool d : c["discarded"]) r.add_discarded(d);
+      ASSERT_GE(r.incumbent_us_size(), 20);
+      gpuqueue::JudgeRow(&r, floor);
+      EXPECT_EQ(evidence::TimingVerdict_Name(r.verdict()), c["verdict"].get<std::string>());
+      ++counts[experiment][evidence::TimingVerdict_Name(r.verdict())];
+    }
+  }
+  EXPECT_EQ(counts["a_a"]["FASTER"] + counts["a_a"]["SLOWER"], 0);
+  EXPECT_EQ(counts["planted_slowdown"]["SLOWER"], 20);
+  // The same samples judged with no practical floor would call A/A pairs different: the floor
+  // is what keeps identical kernels tied.
+  int decisive_without_floor = 0;
+  for (const auto& c : doc["a_a"]["comparisons"]) {
+    evidence::RowTiming r;
+    for (double v : c["incumbent_us"]) r.add_incumbent_us(v);
+    for (double v : c["challenger_us"]) r.add_challenger_us(v);
+    gpuqueue::JudgeRow(&r, 0.0);
+    decisive_without_floor += r.verdict() == evidence::FASTER || r.verdict() == evidence::SLOWER;
+  }
+  EXPECT_GT(decisive_without_floor, 0);
+}
+
+// The measurements of the H200 demo round (evidence/demo_round/ledger.db, schema v1) re-judged
+// from their raw samples give the verdicts the daemon recorded then.
+TEST(PairedVerdict, RecordedDemoRoundMeasurementsReplayToTheirVerdicts) {
+  const auto db = std::filesystem::temp_directory_path() / "cake_demo_replay.db";
+  std::filesystem::copy_file(testing::SourceDir() / "evidence/demo_round/ledger.db", db,
+                             std::filesystem::copy_options::overwrite_existing);
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(db.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(raw, "SELECT body FROM measurements", -1, &s, nullptr), SQLITE_OK);
+  contract::Contract c = Contract();
+  c.clear_rows();
+  for (const char* n : {"square_4k", "tall_8k", "tails"}) {
+    auto* r = c.add_rows();
+    r->set_name(n);
+    r->set_weight(std::string(n) == "square_4k" ? 2 : 1);
+    r->set_required(true);
+  }
+  int n = 0;
+  while (sqlite3_step(s) == SQLITE_ROW) {
+    evidence::Measurement m;
+    ASSERT_TRUE(m.ParseFromArray(sqlite3_column_blob(s, 0), sqlite3_column_bytes(s, 0)));
+    const evidence::TimingVerdict recorded = m.verdict();
+    const double geomean = m.weighted_geomean_ratio();
+    gpuqueue::JudgeMeasurement(&m, c);
+    EXPECT_EQ(m.verdict(), recorded) << m.candidate() << " run " << m.run();
+    EXPECT_NEAR(m.weighted_geomean_ratio(), geomean, 1e-12);
+    ++n;
+  }
+  sqlite3_finalize(s);
+  sqlite3_close(raw);
+  std::filesystem::remove(db);
+  EXPECT_GE(n, 5);
 }
 
 }  // namespace

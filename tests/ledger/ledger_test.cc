@@ -210,3 +210,141 @@ TEST_F(LedgerTest, CandidatesDeduplicateByScheduleHashAndKeepTheirEvidence) {
 
 }  // namespace
 }  // namespace cake
+
+namespace cake {
+namespace {
+
+// The ledger of the H200 demo round (evidence/demo_round/ledger.db) was written by schema v1.
+// Opening a copy migrates it in place: every row kept, v2 tables and columns added.
+TEST_F(LedgerTest, MigratesARealVersionOneLedgerWithoutLosingRows) {
+  const fs::path db = dir_ / "v1.db";
+  fs::copy_file(testing::SourceDir() / "evidence/demo_round/ledger.db", db);
+  ASSERT_EQ(Pragma(db, "user_version"), 1);
+  auto count = [&](const std::string& table) {
+    sqlite3* raw = nullptr;
+    sqlite3_open(db.c_str(), &raw);
+    sqlite3_stmt* s = nullptr;
+    sqlite3_prepare_v2(raw, ("SELECT COUNT(*) FROM " + table).c_str(), -1, &s, nullptr);
+    int64_t n = -1;
+    if (sqlite3_step(s) == SQLITE_ROW) n = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    sqlite3_close(raw);
+    return n;
+  };
+  const int64_t samples = count("measurement_samples"), candidates = count("candidates");
+  ASSERT_GT(samples, 0);
+  {
+    auto l = ledger::Ledger::Open(db.string());
+    ASSERT_TRUE(l.ok()) << l.status();
+    auto all = (*l)->ListCandidates("", 0);
+    ASSERT_TRUE(all.ok()) << all.status();
+    EXPECT_EQ(int64_t(all->size()), candidates);
+    int64_t measured = 0;
+    for (const auto& c : *all) {
+      measured += c.measurements_size();
+      EXPECT_TRUE(c.evidence().empty()) << "v1 kept no separate records";
+    }
+    EXPECT_GT(measured, 0);
+  }
+  EXPECT_EQ(Pragma(db, "user_version"), 2);
+  EXPECT_EQ(count("measurement_samples"), samples);
+  EXPECT_EQ(count("evidence_records"), 0);
+  std::string err;
+  EXPECT_EQ(Exec(db, "SELECT discarded, incumbent_sm_mhz, incumbent_span_us FROM "
+                     "measurement_samples LIMIT 1",
+                 &err),
+            SQLITE_OK)
+      << err;
+}
+
+TEST_F(LedgerTest, EvidenceRecordsKeepHistoryAndServeTheLatestPerKind) {
+  auto l = ledger::Ledger::Open((dir_ / "l.db").string());
+  ASSERT_TRUE(l.ok());
+  ASSERT_TRUE((*l)->InsertContract("ct", SmallContract()).ok());
+  evidence::Candidate cand;
+  cand.set_contract_id("ct");
+  cand.set_schedule_hash("h");
+  cand.set_schedule_text("t");
+  cand.set_proposer("agent");
+  auto ins = (*l)->InsertCandidate(cand, "");
+  ASSERT_TRUE(ins.ok()) << ins.status();
+  evidence::EvidenceRecord r;
+  r.set_kind(evidence::SANITIZER);
+  r.set_tool("racecheck");
+  r.set_status(evidence::FAILED);
+  r.set_created_unix_ms(1000);
+  ASSERT_TRUE((*l)->PutEvidence(ins->id, 7, r).ok());
+  r.set_status(evidence::PASSED);
+  r.set_created_unix_ms(2000);
+  ASSERT_TRUE((*l)->PutEvidence(ins->id, 9, r).ok());
+  r.set_kind(evidence::NUMERICAL_CONTRACT);
+  r.clear_tool();
+  ASSERT_TRUE((*l)->PutEvidence(ins->id, 9, r).ok());
+  auto latest = (*l)->LatestEvidence(ins->id);
+  ASSERT_TRUE(latest.ok());
+  ASSERT_EQ(latest->size(), 2u);
+  for (const auto& rec : *latest) {
+    EXPECT_EQ(rec.status(), evidence::PASSED);
+    EXPECT_EQ(rec.job_id(), 9);
+  }
+  auto got = (*l)->GetCandidate(ins->id);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->evidence_size(), 2);
+  EXPECT_EQ(Pragma(dir_ / "l.db", "user_version"), 2);
+}
+
+TEST_F(LedgerTest, InvalidRunsAndEverySampleAreStored) {
+  const fs::path db = dir_ / "l.db";
+  auto l = ledger::Ledger::Open(db.string());
+  ASSERT_TRUE(l.ok());
+  ASSERT_TRUE((*l)->InsertContract("ct", SmallContract()).ok());
+  evidence::Candidate cand;
+  cand.set_contract_id("ct");
+  cand.set_schedule_hash("h");
+  cand.set_schedule_text("t");
+  cand.set_proposer("agent");
+  auto ins = (*l)->InsertCandidate(cand, "");
+  ASSERT_TRUE(ins.ok());
+  evidence::Measurement m;
+  m.set_incumbent("c0");
+  m.set_invalid(true);
+  m.set_invalid_reason("row r (eager/cold): cuLaunchKernel failed: CUDA_ERROR_ILLEGAL_ADDRESS");
+  m.set_verdict(evidence::INVALID);
+  evidence::RowTiming* row = m.add_rows();
+  row->set_row("r");
+  row->set_mode("graph");
+  row->set_cache("cold");
+  for (int i = 0; i < 3; ++i) {
+    row->add_incumbent_us(100 + i);
+    row->add_challenger_us(99 + i);
+    row->add_challenger_first(i % 2);
+    row->add_discarded(i == 1);
+    row->add_incumbent_sm_mhz(i == 2 ? NAN : 1980.f);
+  }
+  ASSERT_TRUE((*l)->PutMeasurement(ins->id, m).ok());
+  sqlite3* raw = nullptr;
+  sqlite3_open(db.c_str(), &raw);
+  sqlite3_stmt* s = nullptr;
+  sqlite3_prepare_v2(raw,
+                     "SELECT m.invalid, m.invalid_reason, s.mode, s.discarded, s.incumbent_sm_mhz "
+                     "FROM measurement_samples s JOIN measurements m ON m.id = s.measurement_id "
+                     "ORDER BY s.pair",
+                     -1, &s, nullptr);
+  int rows = 0;
+  while (sqlite3_step(s) == SQLITE_ROW) {
+    EXPECT_EQ(sqlite3_column_int(s, 0), 1);
+    EXPECT_NE(std::string(reinterpret_cast<const char*>(sqlite3_column_text(s, 1)))
+                  .find("ILLEGAL_ADDRESS"),
+              std::string::npos);
+    EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(s, 2)), "graph");
+    EXPECT_EQ(sqlite3_column_int(s, 3), rows == 1 ? 1 : 0);
+    EXPECT_EQ(sqlite3_column_type(s, 4), rows == 2 ? SQLITE_NULL : SQLITE_FLOAT);
+    ++rows;
+  }
+  sqlite3_finalize(s);
+  sqlite3_close(raw);
+  EXPECT_EQ(rows, 3);
+}
+
+}  // namespace
+}  // namespace cake

@@ -1,0 +1,48 @@
+// Parsing compute-sanitizer's summaries (text as the 2025.x tools print it), and the sanitize job
+// without compute-sanitizer: every record NOT_RUN with the reason, never PASSED.
+#include <gtest/gtest.h>
+
+#include "gpuqueue/worker_jobs.h"
+#include "workloads/gemm_cases.h"
+
+namespace cake {
+namespace {
+
+TEST(SanitizerOutput, SummariesAreCountedPerTool) {
+  EXPECT_EQ(gpuqueue::SanitizerErrors("memcheck", "========= ERROR SUMMARY: 0 errors\n"), 0);
+  EXPECT_EQ(gpuqueue::SanitizerErrors(
+                "memcheck",
+                "========= Invalid __global__ write of size 2 bytes\n=========     at "
+                "cake_corpus_gemm+0x5c0\n========= ERROR SUMMARY: 1 error\n"),
+            1);
+  EXPECT_EQ(gpuqueue::SanitizerErrors(
+                "racecheck",
+                "========= RACECHECK SUMMARY: 3 hazards displayed (2 errors, 1 warning)\n"),
+            2);
+  EXPECT_EQ(gpuqueue::SanitizerErrors("racecheck",
+                                      "========= RACECHECK SUMMARY: 0 hazards displayed (0 "
+                                      "errors, 0 warnings)\n"),
+            0);
+  EXPECT_EQ(gpuqueue::SanitizerErrors("initcheck", "the target crashed before any summary\n"), -1)
+      << "no summary is no verdict";
+}
+
+TEST(SanitizeJob, WithoutTheToolEveryRecordIsNotRunNeverPassed) {
+  setenv("CAKE_COMPUTE_SANITIZER", "/nonexistent/compute-sanitizer", 1);
+  worker::Request r;
+  worker::SanitizeJob* job = r.mutable_sanitize();
+  *job->mutable_contract()->mutable_validation() = workloads::DefaultValidationPolicy();
+  for (const char* t : {"memcheck", "racecheck"}) job->add_tools(t);
+  const worker::Reply reply = gpuqueue::RunWorkerRequest(r);
+  ASSERT_TRUE(reply.ok());
+  ASSERT_EQ(reply.validation().records_size(), 2);
+  for (const auto& rec : reply.validation().records()) {
+    EXPECT_EQ(rec.kind(), evidence::SANITIZER);
+    EXPECT_NE(rec.status(), evidence::PASSED);
+    EXPECT_FALSE(rec.failure().empty());
+  }
+  EXPECT_FALSE(reply.validation().passed());
+}
+
+}  // namespace
+}  // namespace cake
