@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include <set>
+#include <thread>
 
 #include "base/subprocess.h"
 #include "compiler/canonical.h"
@@ -62,7 +63,15 @@ bool Settled(const evidence::Candidate& c) {
 class DaemonTest : public ::testing::Test {
  protected:
   void SetUp() override { state_ = testing::FreshDir("caked_it"); }
-  void TearDown() override { fs::remove_all(state_); }
+  void TearDown() override {
+    // A killed daemon's workers may still be finishing a write into the state directory.
+    std::error_code ec;
+    for (int i = 0; i < 50; ++i) {
+      fs::remove_all(state_, ec);
+      if (!ec) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
   fs::path state_;
 };
 
