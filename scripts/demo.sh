@@ -47,6 +47,9 @@ if [ -n "$incumbent" ]; then
   "$bin/cakectl" regress --contract "$contract" || echo "  regress exit code $?"
 fi
 
+echo "== cakectl report $contract (row tables, candidate history, roofline: HTML)"
+"$bin/cakectl" report "$contract" --out "$state/report.html" || echo "  report exit code $?"
+
 echo "== ledger rows ($state/ledger.db)"
 python3 - "$state/ledger.db" <<'PY'
 import sqlite3, sys
@@ -55,8 +58,9 @@ queries = [
     "SELECT id, state, rejected_at, substr(status_note, 1, 80) AS note FROM candidates ORDER BY seq",
     "SELECT id, candidate_id, kind, state, attempt, substr(error, 1, 60) AS error FROM jobs ORDER BY id",
     "SELECT candidate_id, job_id, passed FROM validations ORDER BY id",
-    "SELECT candidate_id, incumbent_id, run, verdict FROM measurements ORDER BY id",
-    "SELECT COUNT(*) AS raw_timing_samples FROM measurement_samples",
+    "SELECT candidate_id, job_id, kind, tool, status FROM evidence_records ORDER BY id",
+    "SELECT candidate_id, incumbent_id, run, verdict, invalid, substr(invalid_reason, 1, 60) AS reason FROM measurements ORDER BY id",
+    "SELECT COUNT(*) AS raw_timing_samples, SUM(discarded) AS discarded, MIN(incumbent_sm_mhz) AS min_sm_mhz, COUNT(incumbent_span_us) AS with_cupti_span FROM measurement_samples",
     "SELECT contract_id, candidate_id, previous_id, substr(reason, 1, 90) AS reason FROM promotions ORDER BY id",
 ]
 for q in queries:
