@@ -9,10 +9,10 @@
 namespace cake::calibration {
 
 struct DeviceCeilings {
-  std::string device;          // as the driver names it, e.g. "NVIDIA H200"
-  double mma_tflops = 0;       // dense BF16 warp-MMA (mma.sync) issue ceiling
-  double dram_tbps = 0;        // device-to-device copy bandwidth (read + write bytes)
-  std::string source;          // how and when it was measured
+  std::string device;     // as the driver names it, e.g. "NVIDIA H200"
+  double mma_tflops = 0;  // dense BF16 warp-MMA (mma.sync) issue ceiling
+  double dram_tbps = 0;   // device-to-device copy bandwidth (read + write bytes)
+  std::string source;     // how and when it was measured
 };
 
 // The profile whose device name equals `device` exactly, or nullopt.

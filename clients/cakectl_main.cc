@@ -15,10 +15,10 @@
 #include <ctime>
 
 #include "CLI/CLI.hpp"
-#include "clients/report.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "cake/service.grpc.pb.h"
+#include "clients/report.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
@@ -128,10 +128,10 @@ void PrintCandidates(const svc::ListCandidatesReply& r) {
   std::printf("%-14s %-18s %-10s %-10s %s\n", "ID", "STATE", "ELIGIBLE", "TIMING", "NOTE");
   for (const auto& c : r.candidates()) {
     const auto& e = c.eligibility();
-    const std::string valid = e.eligible()            ? "yes"
-                              : !e.failed().empty()   ? "FAILED"
-                              : c.evidence().empty()  ? "-"
-                                                      : "missing";
+    const std::string valid = e.eligible()           ? "yes"
+                              : !e.failed().empty()  ? "FAILED"
+                              : c.evidence().empty() ? "-"
+                                                     : "missing";
     std::string note = c.status_note();
     if (note.size() > 90) note = note.substr(0, 87) + "...";
     std::printf("%-14s %-18s %-10s %-10s %s\n", c.id().c_str(),
@@ -172,24 +172,25 @@ void PrintCandidate(const ev::Candidate& c) {
               << "\n";
     if (r.kind() == ev::NUMERICAL_CONTRACT)
       for (const auto& k : r.cases())
-        std::printf("    %-26s %5dx%5dx%5d %-18s rel_l2 %.2e %s\n", k.row().c_str(), k.m(),
-                    k.n(), k.k(), k.distribution().c_str(), k.relative_l2_error(),
+        std::printf("    %-26s %5dx%5dx%5d %-18s rel_l2 %.2e %s\n", k.row().c_str(), k.m(), k.n(),
+                    k.k(), k.distribution().c_str(), k.relative_l2_error(),
                     k.passed() ? "ok" : ("FAIL " + k.failure()).c_str());
   }
   for (const auto& m : c.measurements()) {
     std::cout << "measurement run " << m.run() << " vs " << m.incumbent() << " on " << m.device()
               << ": " << ev::TimingVerdict_Name(m.verdict());
     if (m.invalid()) std::cout << " (" << m.invalid_reason() << ")";
-    std::cout << " (geomean ratio " << m.weighted_geomean_ratio() << ", worst row "
-              << m.worst_row() << ")\n";
+    std::cout << " (geomean ratio " << m.weighted_geomean_ratio() << ", worst row " << m.worst_row()
+              << ")\n";
     if (!m.required_regression().empty()) std::cout << "  " << m.required_regression() << "\n";
     for (const auto& r : m.rows())
-      std::printf("  %-12s %-11s ratio %.4f [%.4f, %.4f] %-9s %8.1f vs %8.1f us  span ratio %.4f"
-                  "  (%d pairs, %d discarded, %s)\n",
-                  r.row().c_str(), (r.mode() + "/" + r.cache()).c_str(), r.median_ratio(),
-                  r.ratio_low(), r.ratio_high(), ev::TimingVerdict_Name(r.verdict()).c_str(),
-                  r.challenger_median_us(), r.incumbent_median_us(), r.span_median_ratio(),
-                  r.incumbent_us_size(), r.discarded_pairs(), r.stop_reason().c_str());
+      std::printf(
+          "  %-12s %-11s ratio %.4f [%.4f, %.4f] %-9s %8.1f vs %8.1f us  span ratio %.4f"
+          "  (%d pairs, %d discarded, %s)\n",
+          r.row().c_str(), (r.mode() + "/" + r.cache()).c_str(), r.median_ratio(), r.ratio_low(),
+          r.ratio_high(), ev::TimingVerdict_Name(r.verdict()).c_str(), r.challenger_median_us(),
+          r.incumbent_median_us(), r.span_median_ratio(), r.incumbent_us_size(),
+          r.discarded_pairs(), r.stop_reason().c_str());
     for (const auto& chk : m.output_checks())
       std::printf("  timed outputs of the %s: %lld launches checked, %lld mismatches\n",
                   chk.arm().c_str(), static_cast<long long>(chk.launches_checked()),
@@ -310,8 +311,7 @@ int main(int argc, char** argv) {
       std::cerr << "cakectl: cannot write " << path << "\n";
       return kFail;
     }
-    std::cerr << "report written to " << path << " (" << in.candidates.size()
-              << " candidates)\n";
+    std::cerr << "report written to " << path << " (" << in.candidates.size() << " candidates)\n";
     std::cout << path << "\n";
     return kOk;
   }

@@ -77,7 +77,8 @@ std::string RowTable(const Measurement& m) {
       "<p>run ", m.run(), " against <span class=mono>", HtmlEscape(m.incumbent()), "</span> on ",
       HtmlEscape(m.device()), " (default SM clock ", Fmt(m.default_sm_mhz(), "%.0f"),
       " MHz); verdict <b class=\"", evidence::TimingVerdict_Name(m.verdict()), "\">",
-      evidence::TimingVerdict_Name(m.verdict()), "</b> over the required rows of the primary "
+      evidence::TimingVerdict_Name(m.verdict()),
+      "</b> over the required rows of the primary "
       "configuration.</p>\n<table><tr><th class=l>row</th><th class=l>config</th><th>req</th>"
       "<th>incumbent &micro;s (IQR)</th><th>challenger &micro;s (IQR)</th><th>speedup</th>"
       "<th>ratio [95% interval]</th><th>verdict</th><th>span ratio</th><th>pairs (discarded)"
@@ -85,7 +86,8 @@ std::string RowTable(const Measurement& m) {
   for (const RowTiming& r : m.rows()) {
     const double speedup = ChallengerUs(r) > 0 ? IncumbentUs(r) / ChallengerUs(r) : NAN;
     const std::string config =
-        r.mode().empty() ? "eager" : absl::StrCat(r.mode(), "/", r.cache(), r.primary() ? " *" : "");
+        r.mode().empty() ? "eager"
+                         : absl::StrCat(r.mode(), "/", r.cache(), r.primary() ? " *" : "");
     absl::StrAppend(
         &h, "<tr><td class=l>", HtmlEscape(r.row()), "</td><td class=l>", config, "</td><td>",
         r.required() ? "yes" : "", "</td><td>", Fmt(IncumbentUs(r)), " (",
@@ -151,11 +153,17 @@ std::string Roofline(const ReportInput& in) {
     ymin = std::min(ymin, p.y), ymax = std::max(ymax, p.y);
   }
   if (ceilings) ymax = std::max(ymax, ceilings->mma_tflops);
-  xmin = std::pow(10, std::floor(std::log10(xmin / 3))), xmax = std::pow(10, std::ceil(std::log10(xmax * 3)));
-  ymin = std::pow(10, std::floor(std::log10(ymin / 3))), ymax = std::pow(10, std::ceil(std::log10(ymax * 1.5)));
+  xmin = std::pow(10, std::floor(std::log10(xmin / 3))),
+  xmax = std::pow(10, std::ceil(std::log10(xmax * 3)));
+  ymin = std::pow(10, std::floor(std::log10(ymin / 3))),
+  ymax = std::pow(10, std::ceil(std::log10(ymax * 1.5)));
   const double W = 640, H = 400, L = 60, B = 40, T = 10, R = 20;
-  auto sx = [&](double x) { return L + (W - L - R) * std::log10(x / xmin) / std::log10(xmax / xmin); };
-  auto sy = [&](double y) { return H - B - (H - B - T) * std::log10(y / ymin) / std::log10(ymax / ymin); };
+  auto sx = [&](double x) {
+    return L + (W - L - R) * std::log10(x / xmin) / std::log10(xmax / xmin);
+  };
+  auto sy = [&](double y) {
+    return H - B - (H - B - T) * std::log10(y / ymin) / std::log10(ymax / ymin);
+  };
   std::string s = absl::StrFormat(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
       "role=\"img\" aria-label=\"roofline\"><rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" "
@@ -189,21 +197,21 @@ std::string Roofline(const ReportInput& in) {
                             sy(ceilings->mma_tflops)));
   }
   for (const Point& p : pts)
-    absl::StrAppend(&s, absl::StrFormat("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%d\" fill=\"%s\" "
-                                        "fill-opacity=\"0.7\"><title>%s: %.1f TFLOP/s</title>"
-                                        "</circle>\n",
-                                        sx(p.x), sy(p.y), p.incumbent ? 6 : 4,
-                                        p.incumbent ? "#067d17" : "#1f5fbf",
-                                        HtmlEscape(p.label), p.y));
-  absl::StrAppend(&s, "</svg>\n<p class=note>",
-                  ceilings ? absl::StrCat("Roofs: ", HtmlEscape(ceilings->device), " ",
-                                          Fmt(ceilings->mma_tflops, "%.0f"),
-                                          " TFLOP/s, ", Fmt(ceilings->dram_tbps, "%.2f"),
-                                          " TB/s (", HtmlEscape(ceilings->source), ").")
-                           : absl::StrCat("No measured ceilings for ", HtmlEscape(device),
-                                          ": no roof drawn."),
-                  " Green: the incumbent. Hopper-witness timings say nothing about SM120/SM121 "
-                  "speed: no SM120 execution witness.</p>\n");
+    absl::StrAppend(&s,
+                    absl::StrFormat("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%d\" fill=\"%s\" "
+                                    "fill-opacity=\"0.7\"><title>%s: %.1f TFLOP/s</title>"
+                                    "</circle>\n",
+                                    sx(p.x), sy(p.y), p.incumbent ? 6 : 4,
+                                    p.incumbent ? "#067d17" : "#1f5fbf", HtmlEscape(p.label), p.y));
+  absl::StrAppend(
+      &s, "</svg>\n<p class=note>",
+      ceilings ? absl::StrCat("Roofs: ", HtmlEscape(ceilings->device), " ",
+                              Fmt(ceilings->mma_tflops, "%.0f"), " TFLOP/s, ",
+                              Fmt(ceilings->dram_tbps, "%.2f"), " TB/s (",
+                              HtmlEscape(ceilings->source), ").")
+               : absl::StrCat("No measured ceilings for ", HtmlEscape(device), ": no roof drawn."),
+      " Green: the incumbent. Hopper-witness timings say nothing about SM120/SM121 "
+      "speed: no SM120 execution witness.</p>\n");
   return s;
 }
 
@@ -220,9 +228,10 @@ std::string HistoryChart(const ReportInput& in) {
     lo = std::min(lo, m->weighted_geomean_ratio() * 0.95);
   }
   auto sx = [&](double r) { return L + (W - L - 20) * (r - lo) / (hi - lo); };
-  std::string s = absl::StrFormat("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
-                                  "height=\"%.0f\" role=\"img\" aria-label=\"history\">\n",
-                                  W, H);
+  std::string s = absl::StrFormat(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
+      "height=\"%.0f\" role=\"img\" aria-label=\"history\">\n",
+      W, H);
   double y = 5;
   for (const auto& [id, m] : bars) {
     const double r = m->weighted_geomean_ratio();
@@ -253,12 +262,23 @@ std::string HtmlEscape(const std::string& s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -275,7 +295,8 @@ std::string RenderHtmlReport(const ReportInput& in) {
       " out; oracle ", HtmlEscape(c.oracle()), "; compile target ", HtmlEscape(c.compile_target()),
       " (no SM120 execution witness), executed on ", HtmlEscape(c.execution_target()),
       ". Incumbent: <b class=mono>", in.incumbent.empty() ? "(none)" : HtmlEscape(in.incumbent),
-      "</b>. Generated ", HtmlEscape(in.generated), ".</p>\n<h2>Rows</h2><table><tr>"
+      "</b>. Generated ", HtmlEscape(in.generated),
+      ".</p>\n<h2>Rows</h2><table><tr>"
       "<th class=l>row</th><th>M</th><th>N</th><th>K</th><th>weight</th><th>required</th></tr>\n");
   for (const auto& r : c.rows())
     absl::StrAppend(&h, "<tr><td class=l>", HtmlEscape(r.name()), r.held_out() ? " (held out)" : "",
@@ -291,8 +312,9 @@ std::string RenderHtmlReport(const ReportInput& in) {
   if (incumbent && Latest(*incumbent))
     absl::StrAppend(&h, RowTable(*Latest(*incumbent)));
   else
-    absl::StrAppend(&h, "<p class=note>The incumbent has no measurement of its own (it is the "
-                        "contract's baseline, or nothing was measured yet).</p>\n");
+    absl::StrAppend(&h,
+                    "<p class=note>The incumbent has no measurement of its own (it is the "
+                    "contract's baseline, or nothing was measured yet).</p>\n");
 
   absl::StrAppend(&h, "<h2>Roofline</h2>\n", Roofline(in));
   absl::StrAppend(&h, "<h2>Candidate history</h2>\n", HistoryChart(in),
@@ -303,16 +325,15 @@ std::string RenderHtmlReport(const ReportInput& in) {
     std::vector<std::string> ev, runs;
     for (const auto& r : cand.evidence())
       ev.push_back(absl::StrCat("<span class=\"", evidence::EvidenceStatus_Name(r.status()), "\">",
-                                HtmlEscape(absl::StrCat(
-                                    evidence::EvidenceKind_Name(r.kind()),
-                                    r.tool().empty() ? "" : ":" + r.tool(), " ",
-                                    evidence::EvidenceStatus_Name(r.status()))),
+                                HtmlEscape(absl::StrCat(evidence::EvidenceKind_Name(r.kind()),
+                                                        r.tool().empty() ? "" : ":" + r.tool(), " ",
+                                                        evidence::EvidenceStatus_Name(r.status()))),
                                 "</span>"));
     for (const auto& m : cand.measurements())
-      runs.push_back(absl::StrCat(
-          "<span class=\"", evidence::TimingVerdict_Name(m.verdict()), "\">",
-          evidence::TimingVerdict_Name(m.verdict()), "</span>",
-          m.invalid() ? absl::StrCat(" (", HtmlEscape(m.invalid_reason()), ")") : ""));
+      runs.push_back(
+          absl::StrCat("<span class=\"", evidence::TimingVerdict_Name(m.verdict()), "\">",
+                       evidence::TimingVerdict_Name(m.verdict()), "</span>",
+                       m.invalid() ? absl::StrCat(" (", HtmlEscape(m.invalid_reason()), ")") : ""));
     absl::StrAppend(&h, "<tr><td class=\"l mono\">", HtmlEscape(cand.id()), "</td><td class=l>",
                     evidence::CandidateState_Name(cand.state()), "</td><td class=l>",
                     HtmlEscape(cand.proposer()), "</td><td class=l>", absl::StrJoin(ev, "<br>"),

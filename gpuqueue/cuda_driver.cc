@@ -59,9 +59,9 @@ absl::Status CudaDriver::WaitStream(CUstream stream, std::chrono::milliseconds d
     }
     if (std::chrono::steady_clock::now() > end) {
       MarkContextLost();
-      return absl::DeadlineExceededError(
-          absl::StrCat(what, ": still running after ", double(deadline.count()) / 1000.0,
-                       " s (hang); the context is abandoned"));
+      return absl::DeadlineExceededError(absl::StrCat(what, ": still running after ",
+                                                      double(deadline.count()) / 1000.0,
+                                                      " s (hang); the context is abandoned"));
     }
     std::this_thread::sleep_for(pause);
     pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(2));

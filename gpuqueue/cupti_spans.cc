@@ -56,7 +56,8 @@ void* OpenCupti() {
     roots.push_back(std::filesystem::path(nvcc).parent_path().parent_path().string());
   roots.push_back("/usr/local/cuda");
   for (const std::string& r : roots)
-    for (const char* sub : {"/lib64/", "/lib/", "/extras/CUPTI/lib64/", "/targets/x86_64-linux/lib/"})
+    for (const char* sub :
+         {"/lib64/", "/lib/", "/extras/CUPTI/lib64/", "/targets/x86_64-linux/lib/"})
       tries.push_back(r + sub + "libcupti.so.13");
   for (const std::string& t : tries)
     if (void* h = dlopen(t.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;

@@ -59,8 +59,7 @@ absl::Status HelperKernels::FillUniformBf16(CUstream s, CUdeviceptr out, uint64_
 }
 
 absl::Status HelperKernels::ProjectRows(CUstream s, CUdeviceptr x, int rows, int cols,
-                                        uint64_t seed, CUdeviceptr proj,
-                                        CUdeviceptr colsq) const {
+                                        uint64_t seed, CUdeviceptr proj, CUdeviceptr colsq) const {
   int projections = kFingerprintProjections, chunk = kRowsPerChunk;
   void* args[] = {&x, &rows, &cols, &seed, &projections, &chunk, &proj, &colsq};
   constexpr unsigned kColumnThreads = 128;

@@ -66,8 +66,7 @@ absl::StatusOr<std::unique_ptr<MeasureRunner>> MeasureRunner::Create(const Gpu& 
   auto h = HelperKernels::Load(d);
   if (!h.ok()) return h.status();
   r->helpers_ = std::move(*h);
-  absl::Status s =
-      d.Check(d.StreamCreate(&r->stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  absl::Status s = d.Check(d.StreamCreate(&r->stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
   if (!s.ok()) return s;
   int l2 = 0;
   d.DeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, g.ctx->device());
@@ -154,9 +153,9 @@ absl::Status MeasureRunner::EnqueueTimed(Row& row, const Arm& arm, int launches,
     };
     st = poison();
     if (st.ok() && c.cache == "cold")
-      st = d.Check(d.MemsetD32Async(flush_->ptr(), 0x5A5A0000u + unsigned(i), flush_->bytes() / 4,
-                                    stream_),
-                   "cuMemsetD32Async(L2 flush)");
+      st = d.Check(
+          d.MemsetD32Async(flush_->ptr(), 0x5A5A0000u + unsigned(i), flush_->bytes() / 4, stream_),
+          "cuMemsetD32Async(L2 flush)");
     if (st.ok() && c.cache == "warm") {
       st = launch();
       if (st.ok()) st = poison();
@@ -211,9 +210,8 @@ absl::StatusOr<MeasureRunner::ArmSample> MeasureRunner::RunArm(Row& row, int arm
     st = h.BlockStream(stream_, flags_dev_, flags_dev_ + sizeof(int),
                        uint64_t(o_.blocker_timeout_s * 1e9));
   if (st.ok())
-    st = c.mode == "graph"
-             ? d.Check(d.GraphLaunch(row.exec[arm_index], stream_), "cuGraphLaunch")
-             : EnqueueTimed(row, arm, n, c, /*capturing=*/false);
+    st = c.mode == "graph" ? d.Check(d.GraphLaunch(row.exec[arm_index], stream_), "cuGraphLaunch")
+                           : EnqueueTimed(row, arm, n, c, /*capturing=*/false);
   __atomic_store_n(&flags_host_[0], 1, __ATOMIC_SEQ_CST);
   // The candidate's outputs fingerprinted, its inputs checksummed again.
   for (int i = 0; i < n && st.ok(); ++i) {
@@ -261,8 +259,8 @@ absl::StatusOr<MeasureRunner::ArmSample> MeasureRunner::RunArm(Row& row, int arm
     const uint64_t* w = &words[size_t(i) * kResultWords];
     double v[kResultWords];
     std::memcpy(v, w, sizeof(v));
-    const double tol = workloads::FingerprintTolerance(std::sqrt(std::max(v[kRefScale], 0.0)),
-                                                       o_.max_relative_l2);
+    const double tol =
+        workloads::FingerprintTolerance(std::sqrt(std::max(v[kRefScale], 0.0)), o_.max_relative_l2);
     std::string why;
     if (w[kNonfinite] != 0) {
       why = absl::StrCat(w[kNonfinite], " output elements non-finite (unwritten poison or NaN)");
@@ -281,9 +279,9 @@ absl::StatusOr<MeasureRunner::ArmSample> MeasureRunner::RunArm(Row& row, int arm
       check.set_first_failure(absl::StrCat(c.Name(), " launch ", i, " of a sample: ", why));
   }
   if (check.mismatches() > 0 || (!o_.inputs_mutable && check.inputs_modified() > 0))
-    return absl::FailedPreconditionError(
-        absl::StrCat("timed output check failed for the ", arm_index ? "challenger" : "incumbent",
-                     ": ", check.first_failure()));
+    return absl::FailedPreconditionError(absl::StrCat("timed output check failed for the ",
+                                                      arm_index ? "challenger" : "incumbent", ": ",
+                                                      check.first_failure()));
   return out;
 }
 
@@ -402,7 +400,8 @@ absl::StatusOr<evidence::RowTiming> MeasureRunner::TimeRow(const contract::GemmS
     if (got[0].blocker_timed_out || got[1].blocker_timed_out)
       absl::StrAppend(&notes_, notes_.empty() ? "" : "; ",
                       "a blocking kernel timed out before its release (sample kept out)");
-    stop.Add(got[1].event_us / got[0].event_us, !discarded, got[0].gpu_seconds + got[1].gpu_seconds);
+    stop.Add(got[1].event_us / got[0].event_us, !discarded,
+             got[0].gpu_seconds + got[1].gpu_seconds);
   }
   rt.set_stop_reason(stop.reason());
   rt.set_rel_stddev(stop.rel_stddev());

@@ -38,7 +38,7 @@ struct Arm {
 
 struct MeasureOptions {
   int warmup_samples = 3;
-  int min_launches = 1;     // launches per sample at least (more for short kernels)
+  int min_launches = 1;  // launches per sample at least (more for short kernels)
   StoppingParams stopping;
   double throttle_fraction = 0.75;
   double max_relative_l2 = 0.008;  // fingerprint tolerance (the contract's)
@@ -51,8 +51,7 @@ class MeasureRunner {
  public:
   static absl::StatusOr<std::unique_ptr<MeasureRunner>> Create(const Gpu& g,
                                                                const MeasureOptions& options,
-                                                               const Nvml* nvml,
-                                                               CuptiSpans* cupti);
+                                                               const Nvml* nvml, CuptiSpans* cupti);
   ~MeasureRunner();
 
   // Pairs on one row in one configuration until the stopping rule; fills samples, clocks, spans
@@ -80,8 +79,8 @@ class MeasureRunner {
     float sm_mhz = 0;
     bool blocker_timed_out = false;
   };
-  absl::StatusOr<ArmSample> RunArm(Row& row, int arm_index, const Arm& arm,
-                                   const TimingConfig& c, uint64_t salt);
+  absl::StatusOr<ArmSample> RunArm(Row& row, int arm_index, const Arm& arm, const TimingConfig& c,
+                                   uint64_t salt);
 
   const Gpu& g_;
   MeasureOptions o_;

@@ -133,8 +133,7 @@ absl::StatusOr<float> Nvml::DefaultSmMhz(unsigned index) const {
         unsigned v = 0;
         if (default_clock && default_clock(dev, kNvmlClockSm, &v) == kNvmlSuccess && v > 0)
           return float(v);
-        if (max_clock && max_clock(dev, kNvmlClockSm, &v) == kNvmlSuccess && v > 0)
-          return float(v);
+        if (max_clock && max_clock(dev, kNvmlClockSm, &v) == kNvmlSuccess && v > 0) return float(v);
         return absl::UnavailableError("NVML gives neither a default nor a maximum SM clock");
       },
       std::chrono::seconds(5));

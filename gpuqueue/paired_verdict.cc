@@ -126,9 +126,9 @@ void JudgeMeasurement(evidence::Measurement* m, const contract::Contract& c) {
     any_required = true;
     if (row.verdict() == evidence::SLOWER && row.ratio_low() > 1.0 + allowed) {
       if (!any_slower)
-        m->set_required_regression(absl::StrFormat(
-            "required row %s is slower (median ratio %.4f, interval [%.4f, %.4f])", row.row(),
-            row.median_ratio(), row.ratio_low(), row.ratio_high()));
+        m->set_required_regression(
+            absl::StrFormat("required row %s is slower (median ratio %.4f, interval [%.4f, %.4f])",
+                            row.row(), row.median_ratio(), row.ratio_low(), row.ratio_high()));
       any_slower = true;
     }
     if (row.verdict() == evidence::AMBIGUOUS) any_ambiguous = true;

@@ -111,7 +111,8 @@ int main(int argc, char** argv) {
   doc["stopping_rule"] = gq::Describe(o.stopping);
   doc["default_sm_mhz"] = (*runner)->default_sm_mhz();
   doc["cupti"] = cupti.ok() ? "kernel spans recorded" : std::string(cupti.status().message());
-  doc["rule"] = "per-pair ratio of kept pairs, median with sign-test ~95% interval, practical floor";
+  doc["rule"] =
+      "per-pair ratio of kept pairs, median with sign-test ~95% interval, practical floor";
   uint64_t seed = 0x5eedbe7c;
   for (const bool plant : {false, true}) {
     std::map<std::string, int> counts, span_counts;

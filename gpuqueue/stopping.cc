@@ -42,8 +42,8 @@ std::string Describe(const StoppingParams& p) {
   return absl::StrFormat(
       "stdrel on the pair ratio: >= %d kept pairs and >= %.2f s GPU, then rsd < %.3f%% or the "
       "rsd stable (last %d within %.0f%%); caps %d pairs, %.1f s GPU",
-      p.min_pairs, p.min_gpu_seconds, 100 * p.max_noise, p.stable_window,
-      100 * p.stable_tolerance, p.max_pairs, p.max_gpu_seconds);
+      p.min_pairs, p.min_gpu_seconds, 100 * p.max_noise, p.stable_window, 100 * p.stable_tolerance,
+      p.max_pairs, p.max_gpu_seconds);
 }
 
 double RelStddev(const std::vector<double>& v) {

@@ -195,7 +195,8 @@ RowCheck JudgeNumbers(const std::string& name, const LaunchResult& lr, const Cas
   }
   // The tolerance is stated for unit-scale inputs: scaled inputs scale its absolute part exactly.
   const double atol = t.atol() * workloads::AbsoluteToleranceScale(dist);
-  const auto cmp = workloads::CompareUnderPolicy(compared, ref, t.rtol(), atol, t.max_relative_l2());
+  const auto cmp =
+      workloads::CompareUnderPolicy(compared, ref, t.rtol(), atol, t.max_relative_l2());
   RowCheck rc;
   rc.set_row(name);
   rc.set_m(s.m());
@@ -300,8 +301,7 @@ ValidationOutcome RunValidation(const Gpu& g, const KernelImage& kernel,
   v.set_seed(seed);
   EvidenceRecord numerical = Record(evidence::NUMERICAL_CONTRACT, v.device(), seed);
   EvidenceRecord mutation = Record(evidence::MUTATION_AND_LIFECYCLE, v.device(), seed);
-  EvidenceRecord determinism =
-      Record(evidence::REPEATED_EXECUTION_DETERMINISM, v.device(), seed);
+  EvidenceRecord determinism = Record(evidence::REPEATED_EXECUTION_DETERMINISM, v.device(), seed);
   std::string lost;  // why the context is gone, once it is
 
   CUstream stream = nullptr;
@@ -334,8 +334,9 @@ ValidationOutcome RunValidation(const Gpu& g, const KernelImage& kernel,
       continue;
     }
     auto cb = MakeBuffers(d, gc.shape, bf16_out);
-    absl::Status s = cb.ok() ? SetInputs(&*cb, workloads::MakeInputs(gc.shape, gc.inputs, case_seed))
-                             : cb.status();
+    absl::Status s = cb.ok()
+                         ? SetInputs(&*cb, workloads::MakeInputs(gc.shape, gc.inputs, case_seed))
+                         : cb.status();
     if (!s.ok()) {
       fail_case(&numerical, gc.name, s);
       continue;
@@ -380,8 +381,8 @@ ValidationOutcome RunValidation(const Gpu& g, const KernelImage& kernel,
       CaseBuffers* buffers;
       uint64_t contents;  // 0 = keep the buffers' contents
     };
-    const uint64_t s1 = CaseSeed(seed, 1001), s2 = CaseSeed(seed, 1002),
-                   s3 = CaseSeed(seed, 1003), s4 = CaseSeed(seed, 1004);
+    const uint64_t s1 = CaseSeed(seed, 1001), s2 = CaseSeed(seed, 1002), s3 = CaseSeed(seed, 1003),
+                   s4 = CaseSeed(seed, 1004);
     std::vector<Step> steps;
     if (s.ok())
       steps = {{"lifecycle_first_call", &*x, s1},
@@ -408,10 +409,10 @@ ValidationOutcome RunValidation(const Gpu& g, const KernelImage& kernel,
         fail_case(&mutation, step.name, lr.status());
         continue;
       }
-      RowCheck num = JudgeNumbers(step.name, *lr, *step.buffers, bf16_out, c.tolerance(),
-                                  step.contents);
-      RowCheck mut = JudgeMutation(step.name, "lifecycle", *lr, *step.buffers,
-                                   policy.inputs_mutable());
+      RowCheck num =
+          JudgeNumbers(step.name, *lr, *step.buffers, bf16_out, c.tolerance(), step.contents);
+      RowCheck mut =
+          JudgeMutation(step.name, "lifecycle", *lr, *step.buffers, policy.inputs_mutable());
       // One row per step: numbers and mutation together.
       mut.set_non_finite(num.non_finite());
       mut.set_out_of_tolerance(num.out_of_tolerance());
@@ -445,9 +446,9 @@ ValidationOutcome RunValidation(const Gpu& g, const KernelImage& kernel,
     auto cb = MakeBuffers(d, ds, bf16_out);
     const uint64_t ds_seed = CaseSeed(seed, 2001);
     absl::Status s = !module.ok() ? module.status()
-                     : !cb.ok()   ? cb.status()
-                                  : SetInputs(&*cb, workloads::MakeInputs(ds, contract::UNIFORM,
-                                                                           ds_seed));
+                     : !cb.ok()
+                         ? cb.status()
+                         : SetInputs(&*cb, workloads::MakeInputs(ds, contract::UNIFORM, ds_seed));
     std::optional<LaunchResult> first;
     for (int run = 0; run < 2 && s.ok() && lost.empty(); ++run) {
       auto lr = LaunchAndRead(g, stream, **module, *cb, bf16_out, deadline);
@@ -516,15 +517,14 @@ absl::StatusOr<std::vector<std::string>> RunForSanitizer(const Gpu& g, const Ker
   auto module = GemmKernel::Load(d, kernel.cubin, kernel.receipt);
   if (!module.ok()) return module.status();
   std::vector<std::string> ran;
-  const auto cases = workloads::SmallCases(c, kernel.receipt.tile_m(), kernel.receipt.tile_n(),
-                                           kSanitizerMaxMacs);
+  const auto cases =
+      workloads::SmallCases(c, kernel.receipt.tile_m(), kernel.receipt.tile_n(), kSanitizerMaxMacs);
   for (size_t i = 0; i < cases.size(); ++i) {
     const GemmCase& gc = cases[i];
     const auto in = workloads::MakeInputs(gc.shape, gc.inputs, CaseSeed(seed, i + 1));
     auto a = DeviceBuffer::Allocate(d, in.a.size() * 2);
     auto b = DeviceBuffer::Allocate(d, in.b.size() * 2);
-    auto out = DeviceBuffer::Allocate(
-        d, size_t(gc.shape.m()) * gc.shape.n() * (bf16_out ? 2 : 4));
+    auto out = DeviceBuffer::Allocate(d, size_t(gc.shape.m()) * gc.shape.n() * (bf16_out ? 2 : 4));
     if (!a.ok()) return a.status();
     if (!b.ok()) return b.status();
     if (!out.ok()) return out.status();

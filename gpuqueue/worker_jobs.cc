@@ -88,9 +88,10 @@ struct ToolScope {
 };
 ToolScope ScopeOf(const std::string& tool) {
   if (tool == "memcheck")
-    return {"out-of-bounds and misaligned global/shared/local accesses and device errors, every "
-            "launch, exact-size allocations",
-            "values written in bounds but wrong (the numerical record covers them)"};
+    return {
+        "out-of-bounds and misaligned global/shared/local accesses and device errors, every "
+        "launch, exact-size allocations",
+        "values written in bounds but wrong (the numerical record covers them)"};
   if (tool == "racecheck")
     return {"shared-memory hazards (RAW/WAR/WAW) between threads of a CTA",
             "global-memory races between CTAs"};
@@ -141,8 +142,8 @@ worker::Reply RunSanitize(const worker::SanitizeJob& job) {
     }
     base::SubprocessOptions opts;
     opts.timeout = std::chrono::seconds(timeout_s);
-    std::vector<std::string> argv = {cs, "--tool", tool, "--error-exitcode", "86",
-                                     "--print-limit", "20"};
+    std::vector<std::string> argv = {cs,   "--tool",        tool, "--error-exitcode",
+                                     "86", "--print-limit", "20"};
     argv.insert(argv.end(), {self, "--sanitize-target", request_file});
     auto run = base::RunSubprocess(argv, opts);
     const std::string output = run.ok() ? run->stdout_bytes + run->stderr_bytes : "";
@@ -153,7 +154,9 @@ worker::Reply RunSanitize(const worker::SanitizeJob& job) {
       if (line.rfind("case: ", 0) == 0) cases.push_back(line.substr(6));
     for (const std::string& c : cases) r->mutable_coverage()->add_cases(c);
     r->mutable_coverage()->set_launches(static_cast<int64_t>(cases.size()));
-    auto tail = [&](size_t n) { return output.size() <= n ? output : output.substr(output.size() - n); };
+    auto tail = [&](size_t n) {
+      return output.size() <= n ? output : output.substr(output.size() - n);
+    };
     if (!run.ok()) {
       r->set_status(evidence::NOT_RUN);
       r->set_failure(std::string(run.status().message()));
@@ -164,8 +167,9 @@ worker::Reply RunSanitize(const worker::SanitizeJob& job) {
       r->set_status(evidence::FAILED);
       // The first reported problem, for people.
       std::smatch first;
-      const std::regex problem("=========\\s+(Invalid|Error|Race|Uninitialized|Barrier|"
-                               "Warning|Program hit)[^\\n]*");
+      const std::regex problem(
+          "=========\\s+(Invalid|Error|Race|Uninitialized|Barrier|"
+          "Warning|Program hit)[^\\n]*");
       r->set_failure(absl::StrCat(errors, " error(s) reported",
                                   std::regex_search(output, first, problem)
                                       ? absl::StrCat(": ", first.str(0).substr(10))
@@ -177,8 +181,8 @@ worker::Reply RunSanitize(const worker::SanitizeJob& job) {
       r->set_failure(absl::StrCat("no verdict (", run->Describe(), "): ", tail(600)));
     }
     r->set_summary(absl::StrCat("compute-sanitizer ", tool, ": ",
-                                evidence::EvidenceStatus_Name(r->status()), " over ",
-                                cases.size(), " cases"));
+                                evidence::EvidenceStatus_Name(r->status()), " over ", cases.size(),
+                                " cases"));
     all = all && r->status() == evidence::PASSED;
   }
   if (dir != nullptr) fs::remove_all(dir);

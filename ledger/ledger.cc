@@ -478,8 +478,9 @@ absl::Status Ledger::PutValidation(const std::string& candidate, int64_t job_id,
 absl::Status Ledger::PutMeasurement(const std::string& candidate, const evidence::Measurement& m) {
   return Atomically([&]() -> absl::Status {
     CAKE_ASSIGN_OR_RETURN(
-        Stmt s, db_->Prepare("INSERT INTO measurements(candidate_id, incumbent_id, run, verdict, "
-                             "body, created_ms, invalid, invalid_reason) VALUES (?,?,?,?,?,?,?,?)"));
+        Stmt s,
+        db_->Prepare("INSERT INTO measurements(candidate_id, incumbent_id, run, verdict, "
+                     "body, created_ms, invalid, invalid_reason) VALUES (?,?,?,?,?,?,?,?)"));
     CAKE_RETURN_IF_ERROR(s.Bind(1, candidate)
                              .Bind(2, m.incumbent())
                              .Bind(3, m.run())
@@ -512,8 +513,8 @@ absl::Status Ledger::PutMeasurement(const std::string& candidate, const evidence
             .Bind(7, row.mode().empty() ? "eager" : row.mode())
             .Bind(8, row.cache())
             .Bind(9, i < row.discarded_size() && row.discarded(i) ? 1 : 0);
-        const double extra[] = {at(row.incumbent_sm_mhz(), i), at(row.challenger_sm_mhz(), i),
-                                at(row.temperature_c(), i),    at(row.power_w(), i),
+        const double extra[] = {at(row.incumbent_sm_mhz(), i),  at(row.challenger_sm_mhz(), i),
+                                at(row.temperature_c(), i),     at(row.power_w(), i),
                                 at(row.incumbent_span_us(), i), at(row.challenger_span_us(), i)};
         for (int c = 0; c < 6; ++c)
           std::isfinite(extra[c]) ? smp.BindDouble(10 + c, extra[c]) : smp.BindNull(10 + c);

@@ -118,7 +118,8 @@ class Ledger {
   absl::Status PutEvidence(const std::string& candidate, int64_t job_id,
                            const evidence::EvidenceRecord& r);
   // The latest record of each kind and tool.
-  absl::StatusOr<std::vector<evidence::EvidenceRecord>> LatestEvidence(const std::string& candidate);
+  absl::StatusOr<std::vector<evidence::EvidenceRecord>> LatestEvidence(
+      const std::string& candidate);
   absl::StatusOr<evidence::Candidate> GetCandidate(const std::string& id);
   absl::StatusOr<std::vector<evidence::Candidate>> ListCandidates(const std::string& contract_id,
                                                                   int limit);

@@ -55,10 +55,11 @@ evidence::Eligibility DeriveEligibility(const contract::Contract& c,
     if (status == evidence::FAILED) {
       e.add_failed(r->failure().empty() ? name : absl::StrCat(name, " (", r->failure(), ")"));
     } else if (status != evidence::PASSED) {
-      const std::string why = r == nullptr ? name
-                              : r->failure().empty()
-                                  ? absl::StrCat(name, " (", evidence::EvidenceStatus_Name(status), ")")
-                                  : absl::StrCat(name, " (", r->failure(), ")");
+      const std::string why =
+          r == nullptr ? name
+          : r->failure().empty()
+              ? absl::StrCat(name, " (", evidence::EvidenceStatus_Name(status), ")")
+              : absl::StrCat(name, " (", r->failure(), ")");
       (req.required() ? e.mutable_missing() : e.mutable_optional_missing())->Add(std::string(why));
     }
   }
@@ -97,8 +98,7 @@ std::string CheckValidationPolicy(const contract::ValidationPolicy& p) {
       return absl::StrCat("validation.evidence: tool '", r.tool(), "' given for ",
                           evidence::EvidenceKind_Name(r.kind()));
     if (!names.insert(RecordName(r.kind(), r.tool())).second)
-      return absl::StrCat("validation.evidence: ", RecordName(r.kind(), r.tool()),
-                          " listed twice");
+      return absl::StrCat("validation.evidence: ", RecordName(r.kind(), r.tool()), " listed twice");
   }
   std::set<std::string> cases;
   for (const contract::ValidationCase& c : p.cases()) {

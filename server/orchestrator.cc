@@ -8,12 +8,12 @@
 #include "compiler/parse.h"
 #include "compiler/status_macros.h"
 #include "compiler/targets.h"
-#include "workloads/gemm_cases.h"
 #include "eligibility.h"
 #include "gpuqueue/nvml.h"
 #include "gpuqueue/sandbox.h"
 #include "gpuqueue/stopping.h"
 #include "spdlog/spdlog.h"
+#include "workloads/gemm_cases.h"
 
 namespace cake::server {
 namespace {
@@ -547,8 +547,7 @@ absl::StatusOr<service::ProposeReply> Orchestrator::Propose(const service::Propo
 absl::StatusOr<evidence::Candidate> Orchestrator::GetCandidate(const std::string& id, Role role) {
   CAKE_ASSIGN_OR_RETURN(evidence::Candidate c, ledger_->GetCandidate(id));
   CAKE_ASSIGN_OR_RETURN(contract::Contract ct, ledger_->GetContract(c.contract_id()));
-  *c.mutable_eligibility() =
-      DeriveEligibility(ct, {c.evidence().begin(), c.evidence().end()});
+  *c.mutable_eligibility() = DeriveEligibility(ct, {c.evidence().begin(), c.evidence().end()});
   if (role == Role::kAgent) {
     // Held-out rows' and cases' checks are summarized (pass/fail counts), not shown.
     const std::set<std::string> hidden = HiddenNames(ct);
@@ -583,10 +582,10 @@ absl::StatusOr<int64_t> Orchestrator::Measure(const std::string& candidate,
   // EVIDENCE-OF: DESIGN 7 "No timing enters a ranking from a failed numerical candidate".
   const evidence::Eligibility e = DeriveEligibility(ct, {c.evidence().begin(), c.evidence().end()});
   if (!e.eligible() || c.state() == evidence::REJECTED)
-    return absl::FailedPreconditionError(absl::StrCat(
-        "candidate ", candidate, " is not eligible (state ",
-        evidence::CandidateState_Name(c.state()), "): ",
-        e.eligible() ? "it was rejected: " + c.status_note() : e.summary()));
+    return absl::FailedPreconditionError(
+        absl::StrCat("candidate ", candidate, " is not eligible (state ",
+                     evidence::CandidateState_Name(c.state()),
+                     "): ", e.eligible() ? "it was rejected: " + c.status_note() : e.summary()));
   if (!execution_device_) return absl::FailedPreconditionError(device_note_);
   CAKE_ASSIGN_OR_RETURN(std::string incumbent, ledger_->Incumbent(c.contract_id()));
   if (incumbent.empty() || incumbent == candidate)

@@ -76,12 +76,11 @@ absl::Status Orchestrator::Admit(const std::string& candidate) {
       return ledger_->SetCandidateState(candidate, evidence::REJECTED, evidence::VALIDATED,
                                         e.summary());
     // Missing evidence is not success: the candidate stays where it is and says why.
-    return ledger_->SetCandidateState(candidate, cand.state(), evidence::CANDIDATE_STATE_UNSPECIFIED,
-                                      e.summary());
+    return ledger_->SetCandidateState(candidate, cand.state(),
+                                      evidence::CANDIDATE_STATE_UNSPECIFIED, e.summary());
   }
-  CAKE_RETURN_IF_ERROR(ledger_->SetCandidateState(candidate, evidence::VALIDATED,
-                                                  evidence::CANDIDATE_STATE_UNSPECIFIED,
-                                                  e.summary()));
+  CAKE_RETURN_IF_ERROR(ledger_->SetCandidateState(
+      candidate, evidence::VALIDATED, evidence::CANDIDATE_STATE_UNSPECIFIED, e.summary()));
   CAKE_ASSIGN_OR_RETURN(std::string incumbent, ledger_->Incumbent(cand.contract_id()));
   if (!incumbent.empty()) {
     if (incumbent == candidate) return absl::OkStatus();
@@ -89,9 +88,9 @@ absl::Status Orchestrator::Admit(const std::string& candidate) {
   }
   if (cand.schedule_hash() != BaselineHash(c))
     // Only the contract's baseline becomes the first incumbent; others wait for it.
-    return ledger_->SetCandidateState(candidate, evidence::VALIDATED,
-                                      evidence::CANDIDATE_STATE_UNSPECIFIED,
-                                      "eligible; waiting for the contract baseline to be validated");
+    return ledger_->SetCandidateState(
+        candidate, evidence::VALIDATED, evidence::CANDIDATE_STATE_UNSPECIFIED,
+        "eligible; waiting for the contract baseline to be validated");
   CAKE_RETURN_IF_ERROR(
       ledger_->SetIncumbent(cand.contract_id(), candidate, "baseline of the contract, eligible"));
   CAKE_RETURN_IF_ERROR(ledger_->SetCandidateState(candidate, evidence::CONFIRMED_WINNER,
@@ -120,14 +119,13 @@ absl::Status Orchestrator::OnMeasured(const ledger::Job& job, const worker::Repl
     // What was timed was checked: the challenger's outputs and inputs on every timed launch.
     bool challenger_failed = false;
     for (const evidence::TimedOutputCheck& chk : m.output_checks()) {
-      const bool failed =
-          chk.mismatches() > 0 || (!inputs_mutable && chk.inputs_modified() > 0);
+      const bool failed = chk.mismatches() > 0 || (!inputs_mutable && chk.inputs_modified() > 0);
       if (chk.arm() == "incumbent") {
         if (failed)
           CAKE_RETURN_IF_ERROR(ledger_->AddEvent(
               "incumbent_output_check_failed", m.incumbent(), job.id,
-              absl::StrCat("incumbent ", m.incumbent(), " failed the timed-output check: ",
-                           chk.first_failure())));
+              absl::StrCat("incumbent ", m.incumbent(),
+                           " failed the timed-output check: ", chk.first_failure())));
         continue;
       }
       evidence::EvidenceRecord r;
@@ -136,9 +134,9 @@ absl::Status Orchestrator::OnMeasured(const ledger::Job& job, const worker::Repl
       r.set_status(failed ? evidence::FAILED : evidence::PASSED);
       r.set_failure(chk.first_failure());
       r.mutable_coverage()->set_launches(chk.launches_checked());
-      r.mutable_coverage()->set_scope(absl::StrCat(
-          "every timed launch: ", chk.projections(),
-          " random projections of its output against the oracle's, input checksums"));
+      r.mutable_coverage()->set_scope(
+          absl::StrCat("every timed launch: ", chk.projections(),
+                       " random projections of its output against the oracle's, input checksums"));
       r.mutable_coverage()->set_not_covered(
           "errors orthogonal to every projection (probability ~2^-projections per launch)");
       r.set_summary(absl::StrCat(chk.launches_checked(), " timed launches checked, ",
@@ -152,12 +150,12 @@ absl::Status Orchestrator::OnMeasured(const ledger::Job& job, const worker::Repl
           job.candidate_id, evidence::REJECTED, evidence::MEASURED,
           absl::StrCat("failed evidence: timed_output: ", m.invalid_reason()));
     if (m.invalid()) {
-      CAKE_RETURN_IF_ERROR(ledger_->AddEvent("measurement_invalid", job.candidate_id, job.id,
-                                             m.invalid_reason()));
+      CAKE_RETURN_IF_ERROR(
+          ledger_->AddEvent("measurement_invalid", job.candidate_id, job.id, m.invalid_reason()));
       return ledger_->SetCandidateState(
           job.candidate_id, cand.state(), cand.rejected_at(),
-          absl::StrCat("measurement run ", m.run(), " invalid (never ranked): ",
-                       m.invalid_reason()));
+          absl::StrCat("measurement run ", m.run(),
+                       " invalid (never ranked): ", m.invalid_reason()));
     }
     const std::string verdict = evidence::TimingVerdict_Name(m.verdict());
     const std::string summary = absl::StrCat(
@@ -191,13 +189,12 @@ absl::Status Orchestrator::OnMeasured(const ledger::Job& job, const worker::Repl
 absl::Status Orchestrator::OnRegressed(const ledger::Job& job, const worker::Reply& reply) {
   return ledger_->Atomically([&]() -> absl::Status {
     const bool passed = reply.validation().passed();
-    CAKE_RETURN_IF_ERROR(
-        ledger_->FinishJob(job.id, passed, passed ? "" : "regression: " + reply.validation().failure()));
+    CAKE_RETURN_IF_ERROR(ledger_->FinishJob(
+        job.id, passed, passed ? "" : "regression: " + reply.validation().failure()));
     CAKE_RETURN_IF_ERROR(ledger_->PutValidation(job.candidate_id, job.id, reply.validation()));
-    return ledger_->AddEvent(
-        passed ? "regress_ok" : "regress_failed", job.candidate_id, job.id,
-        passed ? "incumbent still passes every validation record on every case"
-               : reply.validation().failure());
+    return ledger_->AddEvent(passed ? "regress_ok" : "regress_failed", job.candidate_id, job.id,
+                             passed ? "incumbent still passes every validation record on every case"
+                                    : reply.validation().failure());
   });
 }
 

@@ -99,8 +99,8 @@ std::vector<GemmCase> CaseCatalogue(const contract::Contract& c, int tile_m, int
     GemmCase g;
     g.name = vc.name();
     g.shape = vc.shape();
-    g.inputs = vc.inputs() == contract::INPUT_DISTRIBUTION_UNSPECIFIED ? contract::UNIFORM
-                                                                       : vc.inputs();
+    g.inputs =
+        vc.inputs() == contract::INPUT_DISTRIBUTION_UNSPECIFIED ? contract::UNIFORM : vc.inputs();
     g.role = vc.role().empty() ? "adversarial" : vc.role();
     g.held_out = vc.held_out();
     out.push_back(g);
@@ -227,8 +227,8 @@ std::vector<double> OracleFingerprint(const std::vector<uint16_t>& a,
   return f;
 }
 
-std::vector<double> OutputFingerprint(const std::vector<double>& c, int m, int n,
-                                      uint64_t seed_u, uint64_t seed_v) {
+std::vector<double> OutputFingerprint(const std::vector<double>& c, int m, int n, uint64_t seed_u,
+                                      uint64_t seed_v) {
   constexpr int kP = 4;
   std::vector<double> f(kP);
   for (int i = 0; i < m; ++i) {

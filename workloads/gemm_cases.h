@@ -57,7 +57,7 @@ GemmInputs MakeInputs(const contract::GemmShape& s, contract::InputDistribution 
 // NaN, where it is +-Inf the output must be the same infinity; elsewhere finite and within the
 // tolerance. The relative L2 error is over elements with a finite oracle.
 struct PolicyComparison {
-  Comparison numbers;           // finite-oracle elements only
+  Comparison numbers;             // finite-oracle elements only
   int64_t policy_violations = 0;  // non-finite where finite expected, or the wrong non-finite
   bool passed = false;
 };
@@ -75,8 +75,8 @@ uint64_t Mix64(uint64_t x);
 std::vector<double> OracleFingerprint(const std::vector<uint16_t>& a,
                                       const std::vector<uint16_t>& b, int m, int n, int k,
                                       uint64_t seed_u, uint64_t seed_v, double* scale);
-std::vector<double> OutputFingerprint(const std::vector<double>& c, int m, int n,
-                                      uint64_t seed_u, uint64_t seed_v);
+std::vector<double> OutputFingerprint(const std::vector<double>& c, int m, int n, uint64_t seed_u,
+                                      uint64_t seed_v);
 // The tolerance of a fingerprint difference: 8 standard deviations of u^T E v when the error E
 // has relative L2 norm max_relative_l2 of ||A B^T|| (whose expectation is `scale`).
 double FingerprintTolerance(double scale, double max_relative_l2);

@@ -144,8 +144,7 @@ TEST_F(AdversarialCorpus, OutputReusedFromAPreviousCallFailsLifecycleAndTimedOut
       << FailureOf(v, evidence::NUMERICAL_CONTRACT);
   // ...the second call on one module leaves the poison in place.
   EXPECT_EQ(StatusOf(v, evidence::MUTATION_AND_LIFECYCLE), evidence::FAILED);
-  EXPECT_NE(FailureOf(v, evidence::MUTATION_AND_LIFECYCLE).find("never written"),
-            std::string::npos)
+  EXPECT_NE(FailureOf(v, evidence::MUTATION_AND_LIFECYCLE).find("never written"), std::string::npos)
       << FailureOf(v, evidence::MUTATION_AND_LIFECYCLE);
   worker::Reply m = Measure(*valid_, k);
   EXPECT_TRUE(m.measurement().invalid());
@@ -203,8 +202,7 @@ TEST_F(AdversarialCorpus, OutOfBoundsWriteFailsGuardsAndMemcheck) {
   const auto k = Kernel("oob_write", 7);
   worker::Reply v = Validate(k);
   EXPECT_EQ(StatusOf(v, evidence::MUTATION_AND_LIFECYCLE), evidence::FAILED);
-  EXPECT_NE(FailureOf(v, evidence::MUTATION_AND_LIFECYCLE).find("guard bytes"),
-            std::string::npos)
+  EXPECT_NE(FailureOf(v, evidence::MUTATION_AND_LIFECYCLE).find("guard bytes"), std::string::npos)
       << FailureOf(v, evidence::MUTATION_AND_LIFECYCLE);
   worker::Reply s = Sanitize(k, {"memcheck"});
   EXPECT_EQ(StatusOf(s, evidence::SANITIZER, "memcheck"), evidence::FAILED)

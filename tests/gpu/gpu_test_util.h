@@ -79,10 +79,10 @@ inline absl::StatusOr<worker::KernelRef> CorpusKernel(const std::string& name, i
                                                       const fs::path& dir) {
   fs::create_directories(dir);
   const fs::path cubin = dir / "kernel.cubin";
-  auto run = base::RunSubprocess(
-      {EnvOr("CAKE_NVCC", "nvcc"), "-cubin", "-arch=sm_90", "-O3", "-diag-suppress", "177",
-       absl::StrCat("-DVARIANT=", variant), "-o", cubin.string(),
-       SourceDir() + "/tests/corpus/adversarial/gemm_variants.cu"});
+  auto run = base::RunSubprocess({EnvOr("CAKE_NVCC", "nvcc"), "-cubin", "-arch=sm_90", "-O3",
+                                  "-diag-suppress", "177", absl::StrCat("-DVARIANT=", variant),
+                                  "-o", cubin.string(),
+                                  SourceDir() + "/tests/corpus/adversarial/gemm_variants.cu"});
   if (!run.ok()) return run.status();
   if (!run->ok()) return absl::InternalError("nvcc failed: " + run->stderr_bytes);
   std::ifstream in(cubin, std::ios::binary);

@@ -89,8 +89,9 @@ TEST_F(MeasureProtocol, FingerprintsMatchTheHostTwinAndCatchAWrongOutput) {
   ASSERT_TRUE(helpers_->ProjectRows(nullptr, da->ptr(), m, k, su, xa, ca).ok());
   ASSERT_TRUE(helpers_->ProjectRows(nullptr, db->ptr(), n, k, sv, xb, cb).ok());
   ASSERT_TRUE(helpers_->FingerprintDot(nullptr, xa, xb, ca, cb, k, out->ptr()).ok());
-  ASSERT_TRUE(helpers_->ProjectOutput(nullptr, dc->ptr(), m, n, false, su, sv, out->ptr() + 5 * 8,
-                                      out->ptr() + 9 * 8)
+  ASSERT_TRUE(helpers_
+                  ->ProjectOutput(nullptr, dc->ptr(), m, n, false, su, sv, out->ptr() + 5 * 8,
+                                  out->ptr() + 9 * 8)
                   .ok());
   ASSERT_TRUE(d().Check(d().CtxSynchronize(), "sync").ok());
   double v[16];
@@ -104,8 +105,8 @@ TEST_F(MeasureProtocol, FingerprintsMatchTheHostTwinAndCatchAWrongOutput) {
   }
   // The output of other inputs is far outside the tolerance in at least one projection.
   auto a2 = workloads::RandomBf16(a.size(), rng);
-  const auto other = workloads::OutputFingerprint(workloads::ReferenceGemm(a2, b, m, n, k), m, n,
-                                                  su, sv);
+  const auto other =
+      workloads::OutputFingerprint(workloads::ReferenceGemm(a2, b, m, n, k), m, n, su, sv);
   double worst = 0;
   for (int p = 0; p < 4; ++p) worst = std::max(worst, std::fabs(other[p] - oracle[p]));
   EXPECT_GT(worst, workloads::FingerprintTolerance(scale, 0.008));
@@ -163,13 +164,13 @@ TEST_F(MeasureProtocol, AATimingInEveryConfigurationIsCheckedAndNeverDecisive) {
     if (cupti.ok()) {
       EXPECT_GT(rt->incumbent_span_us(0), 0) << name << ": CUPTI spans missing";
     }
-    std::printf("%-10s pairs %3d stop %-9s median %.1f us (span %.1f us) ratio %.4f [%.4f, %.4f] "
-                "%s, rsd %.4f, clock %.0f MHz, launches/sample %d\n",
-                name, rt->incumbent_us_size(), rt->stop_reason().c_str(),
-                rt->incumbent_median_us(), rt->incumbent_span_us(0), rt->median_ratio(),
-                rt->ratio_low(), rt->ratio_high(),
-                evidence::TimingVerdict_Name(rt->verdict()).c_str(), rt->rel_stddev(),
-                rt->incumbent_sm_mhz(0), rt->launches_per_sample());
+    std::printf(
+        "%-10s pairs %3d stop %-9s median %.1f us (span %.1f us) ratio %.4f [%.4f, %.4f] "
+        "%s, rsd %.4f, clock %.0f MHz, launches/sample %d\n",
+        name, rt->incumbent_us_size(), rt->stop_reason().c_str(), rt->incumbent_median_us(),
+        rt->incumbent_span_us(0), rt->median_ratio(), rt->ratio_low(), rt->ratio_high(),
+        evidence::TimingVerdict_Name(rt->verdict()).c_str(), rt->rel_stddev(),
+        rt->incumbent_sm_mhz(0), rt->launches_per_sample());
   }
   for (int arm = 0; arm < 2; ++arm) {
     EXPECT_GT((*runner)->output_check(arm).launches_checked(), 0);

@@ -159,41 +159,48 @@ TEST(PairedVerdict, OnlyThePrimaryConfigurationDecidesAndRegressionsAreNamed) {
   EXPECT_EQ(m.verdict(), evidence::INVALID) << "an invalid run is never judged";
 }
 
-// Recorded on the H200 by cake-protocol-bench (evidence/protocol_bench/run_fresh_inputs_20):
-// every comparison's raw pairs re-judged here give the verdicts recorded there, the A/A
-// comparisons are never called different, and the planted 3 % slowdown is always found.
+// Recorded on the H200 by cake-protocol-bench (evidence/protocol_bench/run_fresh_inputs_20 and
+// evidence/evidence_authority): every comparison's raw pairs re-judged here give the verdicts
+// recorded there, the A/A comparisons are never called different, and the planted 3 % slowdown
+// is always found.
 TEST(PairedVerdict, RecordedH200BenchSamplesReplayToTheRecordedRates) {
-  std::ifstream in(testing::SourceDir() /
-                   "evidence/protocol_bench/run_fresh_inputs_20/protocol_bench.json");
-  ASSERT_TRUE(in.good());
-  const nlohmann::json doc = nlohmann::json::parse(in);
-  const double floor = doc["floor"].get<double>();
-  std::map<std::string, std::map<std::string, int>> counts;
-  for (const char* experiment : {"a_a", "planted_slowdown"}) {
-    for (const auto& c : doc[experiment]["comparisons"]) {
+  for (const char* file : {"evidence/protocol_bench/run_fresh_inputs_20/protocol_bench.json",
+                           "evidence/evidence_authority/protocol_bench.json"}) {
+    std::ifstream in(testing::SourceDir() / file);
+    ASSERT_TRUE(in.good()) << file;
+    const nlohmann::json doc = nlohmann::json::parse(in);
+    const double floor = doc["floor"].get<double>();
+    std::map<std::string, std::map<std::string, int>> counts;
+    int comparisons = 0;
+    for (const char* experiment : {"a_a", "planted_slowdown"}) {
+      comparisons = 0;
+      for (const auto& c : doc[experiment]["comparisons"]) {
+        evidence::RowTiming r;
+        for (double v : c["incumbent_us"]) r.add_incumbent_us(v);
+        for (double v : c["challenger_us"]) r.add_challenger_us(v);
+        for (bool d : c["discarded"]) r.add_discarded(d);
+        ASSERT_GE(r.incumbent_us_size(), 20);
+        gpuqueue::JudgeRow(&r, floor);
+        EXPECT_EQ(evidence::TimingVerdict_Name(r.verdict()), c["verdict"].get<std::string>());
+        ++counts[experiment][evidence::TimingVerdict_Name(r.verdict())];
+        ++comparisons;
+      }
+    }
+    EXPECT_GE(comparisons, 20) << file;
+    EXPECT_EQ(counts["a_a"]["FASTER"] + counts["a_a"]["SLOWER"], 0) << file;
+    EXPECT_EQ(counts["planted_slowdown"]["SLOWER"], comparisons) << file;
+    // The same samples judged with no practical floor call A/A pairs different: the floor is
+    // what keeps identical kernels tied.
+    int decisive_without_floor = 0;
+    for (const auto& c : doc["a_a"]["comparisons"]) {
       evidence::RowTiming r;
       for (double v : c["incumbent_us"]) r.add_incumbent_us(v);
       for (double v : c["challenger_us"]) r.add_challenger_us(v);
-      for (bool d : c["discarded"]) r.add_discarded(d);
-      ASSERT_GE(r.incumbent_us_size(), 20);
-      gpuqueue::JudgeRow(&r, floor);
-      EXPECT_EQ(evidence::TimingVerdict_Name(r.verdict()), c["verdict"].get<std::string>());
-      ++counts[experiment][evidence::TimingVerdict_Name(r.verdict())];
+      gpuqueue::JudgeRow(&r, 0.0);
+      decisive_without_floor += r.verdict() == evidence::FASTER || r.verdict() == evidence::SLOWER;
     }
+    EXPECT_GT(decisive_without_floor, 0) << file;
   }
-  EXPECT_EQ(counts["a_a"]["FASTER"] + counts["a_a"]["SLOWER"], 0);
-  EXPECT_EQ(counts["planted_slowdown"]["SLOWER"], 20);
-  // The same samples judged with no practical floor would call A/A pairs different: the floor
-  // is what keeps identical kernels tied.
-  int decisive_without_floor = 0;
-  for (const auto& c : doc["a_a"]["comparisons"]) {
-    evidence::RowTiming r;
-    for (double v : c["incumbent_us"]) r.add_incumbent_us(v);
-    for (double v : c["challenger_us"]) r.add_challenger_us(v);
-    gpuqueue::JudgeRow(&r, 0.0);
-    decisive_without_floor += r.verdict() == evidence::FASTER || r.verdict() == evidence::SLOWER;
-  }
-  EXPECT_GT(decisive_without_floor, 0);
 }
 
 // The measurements of the H200 demo round (evidence/demo_round/ledger.db, schema v1) re-judged

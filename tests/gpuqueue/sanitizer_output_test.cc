@@ -15,10 +15,10 @@ TEST(SanitizerOutput, SummariesAreCountedPerTool) {
                 "========= Invalid __global__ write of size 2 bytes\n=========     at "
                 "cake_corpus_gemm+0x5c0\n========= ERROR SUMMARY: 1 error\n"),
             1);
-  EXPECT_EQ(gpuqueue::SanitizerErrors(
-                "racecheck",
-                "========= RACECHECK SUMMARY: 3 hazards displayed (2 errors, 1 warning)\n"),
-            2);
+  EXPECT_EQ(
+      gpuqueue::SanitizerErrors(
+          "racecheck", "========= RACECHECK SUMMARY: 3 hazards displayed (2 errors, 1 warning)\n"),
+      2);
   EXPECT_EQ(gpuqueue::SanitizerErrors("racecheck",
                                       "========= RACECHECK SUMMARY: 0 hazards displayed (0 "
                                       "errors, 0 warnings)\n"),

@@ -250,8 +250,9 @@ TEST_F(LedgerTest, MigratesARealVersionOneLedgerWithoutLosingRows) {
   EXPECT_EQ(count("measurement_samples"), samples);
   EXPECT_EQ(count("evidence_records"), 0);
   std::string err;
-  EXPECT_EQ(Exec(db, "SELECT discarded, incumbent_sm_mhz, incumbent_span_us FROM "
-                     "measurement_samples LIMIT 1",
+  EXPECT_EQ(Exec(db,
+                 "SELECT discarded, incumbent_sm_mhz, incumbent_span_us FROM "
+                 "measurement_samples LIMIT 1",
                  &err),
             SQLITE_OK)
       << err;

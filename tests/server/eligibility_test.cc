@@ -25,8 +25,8 @@ contract::Contract WithPolicy() {
   return c;
 }
 
-EvidenceRecord Rec(evidence::EvidenceKind k, evidence::EvidenceStatus s, const std::string& tool = "",
-                   int64_t when = 1) {
+EvidenceRecord Rec(evidence::EvidenceKind k, evidence::EvidenceStatus s,
+                   const std::string& tool = "", int64_t when = 1) {
   EvidenceRecord r;
   r.set_kind(k);
   r.set_tool(tool);
@@ -71,8 +71,8 @@ TEST(Eligibility, AFailedRecordBlocksRequiredOrOptionalOrUnlisted) {
   const EvidenceRecord ok_num = Rec(evidence::NUMERICAL_CONTRACT, evidence::PASSED);
   const EvidenceRecord ok_race = Rec(evidence::SANITIZER, evidence::PASSED, "racecheck");
   for (const EvidenceRecord& bad :
-       {Rec(evidence::FORMAL_PROOF, evidence::FAILED),                // optional, failed
-        Rec(evidence::SANITIZER, evidence::FAILED, "memcheck"),       // not listed, failed
+       {Rec(evidence::FORMAL_PROOF, evidence::FAILED),           // optional, failed
+        Rec(evidence::SANITIZER, evidence::FAILED, "memcheck"),  // not listed, failed
         Rec(evidence::REPEATED_EXECUTION_DETERMINISM, evidence::FAILED)}) {
     const auto e = server::DeriveEligibility(WithPolicy(), {ok_num, ok_race, bad});
     EXPECT_FALSE(e.eligible()) << evidence::EvidenceKind_Name(bad.kind());

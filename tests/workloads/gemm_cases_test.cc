@@ -70,8 +70,10 @@ TEST(CaseInputs, EveryDistributionIsFreshNonZeroAndHasItsProperty) {
   double odd = 0;
   for (int i = 0; i < s.m(); ++i)
     for (int j = 0; j < s.n(); ++j) {
-      if (j % 2 == 0) EXPECT_EQ(ref[size_t(i) * s.n() + j], 0.0);
-      else odd += std::fabs(ref[size_t(i) * s.n() + j]);
+      if (j % 2 == 0)
+        EXPECT_EQ(ref[size_t(i) * s.n() + j], 0.0);
+      else
+        odd += std::fabs(ref[size_t(i) * s.n() + j]);
     }
   EXPECT_GT(odd, 1.0);
 
@@ -109,19 +111,19 @@ TEST(CaseInputs, EveryDistributionIsFreshNonZeroAndHasItsProperty) {
 
 TEST(PolicyComparison, NonFiniteOutputsMustMatchTheOracleExactly) {
   const std::vector<double> ref = {1.0, NAN, INFINITY, -INFINITY, 0.0};
-  EXPECT_TRUE(workloads::CompareUnderPolicy({1.0, NAN, INFINITY, -INFINITY, 0.001}, ref, 0.01,
-                                            0.01, 0.1)
-                  .passed);
-  auto wrong_sign = workloads::CompareUnderPolicy({1.0, NAN, -INFINITY, -INFINITY, 0}, ref, 0.01,
-                                                  0.01, 0.1);
+  EXPECT_TRUE(
+      workloads::CompareUnderPolicy({1.0, NAN, INFINITY, -INFINITY, 0.001}, ref, 0.01, 0.01, 0.1)
+          .passed);
+  auto wrong_sign =
+      workloads::CompareUnderPolicy({1.0, NAN, -INFINITY, -INFINITY, 0}, ref, 0.01, 0.01, 0.1);
   EXPECT_FALSE(wrong_sign.passed);
   EXPECT_EQ(wrong_sign.policy_violations, 1);
-  auto nan_for_finite = workloads::CompareUnderPolicy({NAN, NAN, INFINITY, -INFINITY, 0}, ref,
-                                                      0.01, 0.01, 0.1);
+  auto nan_for_finite =
+      workloads::CompareUnderPolicy({NAN, NAN, INFINITY, -INFINITY, 0}, ref, 0.01, 0.01, 0.1);
   EXPECT_FALSE(nan_for_finite.passed);
   EXPECT_EQ(nan_for_finite.numbers.non_finite, 1);
-  auto finite_for_nan = workloads::CompareUnderPolicy({1, 5, INFINITY, -INFINITY, 0}, ref, 0.01,
-                                                      0.01, 0.1);
+  auto finite_for_nan =
+      workloads::CompareUnderPolicy({1, 5, INFINITY, -INFINITY, 0}, ref, 0.01, 0.01, 0.1);
   EXPECT_FALSE(finite_for_nan.passed);
 }
 
