@@ -129,14 +129,7 @@ absl::Status Orchestrator::Start(const std::string& boot_id) {
                rec.failed, rec.queued);
   // Device discovery runs in a worker: this process never initializes CUDA.
   if (config_.probe_devices) {
-    worker::Request probe;
-    probe.set_job_id("probe");
-    probe.mutable_probe();
-    gpuqueue::SandboxOptions opts;
-    opts.worker_path = config_.worker_path;
-    opts.timeout = std::chrono::seconds(60);
-    opts.env = config_.worker_env;
-    auto reply = gpuqueue::RunInWorker(probe, opts);
+    auto reply = RunProbe("probe");
     if (!reply.ok()) {
       device_note_ = absl::StrCat("no execution device: probe failed: ", reply.status().message());
     } else if (reply->probe().device_count() == 0) {
@@ -282,15 +275,19 @@ void Orchestrator::RunJob(const ledger::Job& job, bool gpu) {
   if (gpu && (!reply.ok() || reply->device_fault())) ProbeDevice(job);
 }
 
-void Orchestrator::ProbeDevice(const ledger::Job& after) {
+absl::StatusOr<worker::Reply> Orchestrator::RunProbe(const std::string& job_id) {
   worker::Request probe;
-  probe.set_job_id(absl::StrCat("probe-after-", after.id));
+  probe.set_job_id(job_id);
   probe.mutable_probe();
   gpuqueue::SandboxOptions opts;
   opts.worker_path = config_.worker_path;
   opts.timeout = std::chrono::seconds(60);
   opts.env = config_.worker_env;
-  auto reply = gpuqueue::RunInWorker(probe, opts);
+  return gpuqueue::RunInWorker(probe, opts);
+}
+
+void Orchestrator::ProbeDevice(const ledger::Job& after) {
+  auto reply = RunProbe(absl::StrCat("probe-after-", after.id));
   const bool ok = reply.ok() && reply->probe().device_count() > 0;
   const std::string msg =
       ok ? absl::StrCat("device answers after job ", after.id, ": ", reply->probe().devices(0))

@@ -91,6 +91,8 @@ class Orchestrator {
                                          int run);
   absl::StatusOr<worker::KernelRef> KernelFor(const std::string& candidate);
   void WaitForForeignProcesses();
+  // Device discovery in a fresh worker (this process never initializes CUDA).
+  absl::StatusOr<worker::Reply> RunProbe(const std::string& job_id);
   void ProbeDevice(const ledger::Job& after);
   void Wake();
 

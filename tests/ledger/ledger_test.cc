@@ -24,17 +24,20 @@ int Exec(const fs::path& db, const std::string& sql, std::string* err = nullptr)
   return rc;
 }
 
-int64_t Pragma(const fs::path& db, const std::string& p) {
+// The first column of the first row of `sql`, or -1.
+int64_t Scalar(const fs::path& db, const std::string& sql) {
   sqlite3* raw = nullptr;
   sqlite3_open(db.c_str(), &raw);
   sqlite3_stmt* s = nullptr;
-  sqlite3_prepare_v2(raw, ("PRAGMA " + p).c_str(), -1, &s, nullptr);
+  sqlite3_prepare_v2(raw, sql.c_str(), -1, &s, nullptr);
   int64_t v = -1;
   if (sqlite3_step(s) == SQLITE_ROW) v = sqlite3_column_int64(s, 0);
   sqlite3_finalize(s);
   sqlite3_close(raw);
   return v;
 }
+
+int64_t Pragma(const fs::path& db, const std::string& p) { return Scalar(db, "PRAGMA " + p); }
 
 class LedgerTest : public ::testing::Test {
  protected:
@@ -221,15 +224,7 @@ TEST_F(LedgerTest, MigratesARealVersionOneLedgerWithoutLosingRows) {
   fs::copy_file(testing::SourceDir() / "evidence/demo_round/ledger.db", db);
   ASSERT_EQ(Pragma(db, "user_version"), 1);
   auto count = [&](const std::string& table) {
-    sqlite3* raw = nullptr;
-    sqlite3_open(db.c_str(), &raw);
-    sqlite3_stmt* s = nullptr;
-    sqlite3_prepare_v2(raw, ("SELECT COUNT(*) FROM " + table).c_str(), -1, &s, nullptr);
-    int64_t n = -1;
-    if (sqlite3_step(s) == SQLITE_ROW) n = sqlite3_column_int64(s, 0);
-    sqlite3_finalize(s);
-    sqlite3_close(raw);
-    return n;
+    return Scalar(db, "SELECT COUNT(*) FROM " + table);
   };
   const int64_t samples = count("measurement_samples"), candidates = count("candidates");
   ASSERT_GT(samples, 0);
