@@ -56,8 +56,8 @@ extern "C" __global__ void cake_helper_fill_uniform_bf16(uint16_t* out, uint64_t
 }
 
 // For a row-major [rows, cols] BF16 matrix X: proj[p * cols + c] += sum_r sign_p(r) * X[r, c]
-// and colsq[c] += sum_r X[r, c]^2, with sign_p(r) = Sign(SignBits(seed, r), p). The caller zeroes the
-// outputs. Grid: x over columns (blockDim.x threads), y over chunks of `rows_per_chunk` rows.
+// and colsq[c] += sum_r X[r, c]^2, with sign_p(r) = Sign(SignBits(seed, r), p). The caller zeroes
+// the outputs. Grid: x over columns (blockDim.x threads), y over chunks of `rows_per_chunk` rows.
 extern "C" __global__ void cake_helper_project_rows(const uint16_t* x, int rows, int cols,
                                                     uint64_t seed, int projections,
                                                     int rows_per_chunk, double* proj,
@@ -84,15 +84,14 @@ extern "C" __global__ void cake_helper_project_rows(const uint16_t* x, int rows,
 // out[projections] = sum_k colsq_a[k] * colsq_b[k] (E ||A B^T||_F^2 under random input signs).
 // One block.
 extern "C" __global__ void cake_helper_fingerprint_dot(const double* xa, const double* xb,
-                                                       const double* colsq_a,
-                                                       const double* colsq_b, int k,
-                                                       int projections, double* out) {
+                                                       const double* colsq_a, const double* colsq_b,
+                                                       int k, int projections, double* out) {
   __shared__ double partial[32];
   for (int p = 0; p <= projections; ++p) {
     double s = 0;
     for (int i = threadIdx.x; i < k; i += blockDim.x)
-      s += p < projections ? xa[size_t(p) * k + i] * xb[size_t(p) * k + i]
-                           : colsq_a[i] * colsq_b[i];
+      s +=
+          p < projections ? xa[size_t(p) * k + i] * xb[size_t(p) * k + i] : colsq_a[i] * colsq_b[i];
     s = WarpSum(s);
     if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = s;
     __syncthreads();
@@ -105,8 +104,9 @@ extern "C" __global__ void cake_helper_fingerprint_dot(const double* xa, const d
   }
 }
 
-// out[p] += sum_{i,j} u_p(i) * v_p(j) * C[i, j] (u from seed_u, v from seed_v) over a row-major [m, n] output (BF16
-// when bf16 != 0, else FP32); nonfinite += count of NaN/Inf elements (unwritten poison is NaN).
+// out[p] += sum_{i,j} u_p(i) * v_p(j) * C[i, j] (u from seed_u, v from seed_v) over a row-major [m,
+// n] output (BF16 when bf16 != 0, else FP32); nonfinite += count of NaN/Inf elements (unwritten
+// poison is NaN).
 extern "C" __global__ void cake_helper_project_output(const void* c, int m, int n, int bf16,
                                                       uint64_t seed_u, uint64_t seed_v,
                                                       int projections, double* out,
@@ -116,8 +116,8 @@ extern "C" __global__ void cake_helper_project_output(const void* c, int m, int 
   const uint64_t total = uint64_t(m) * n;
   for (uint64_t e = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; e < total;
        e += uint64_t(gridDim.x) * blockDim.x) {
-    const float f = bf16 ? Bf16ToFloat(static_cast<const uint16_t*>(c)[e])
-                         : static_cast<const float*>(c)[e];
+    const float f =
+        bf16 ? Bf16ToFloat(static_cast<const uint16_t*>(c)[e]) : static_cast<const float*>(c)[e];
     if (!isfinite(f)) {
       ++bad;
       continue;

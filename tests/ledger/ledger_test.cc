@@ -217,6 +217,17 @@ TEST_F(LedgerTest, CandidatesDeduplicateByScheduleHashAndKeepTheirEvidence) {
 namespace cake {
 namespace {
 
+// A contract "ct" with one candidate.
+absl::StatusOr<ledger::Ledger::Inserted> InsertOneCandidate(ledger::Ledger& l) {
+  if (auto s = l.InsertContract("ct", SmallContract()); !s.ok()) return s.status();
+  evidence::Candidate cand;
+  cand.set_contract_id("ct");
+  cand.set_schedule_hash("h");
+  cand.set_schedule_text("t");
+  cand.set_proposer("agent");
+  return l.InsertCandidate(cand, "");
+}
+
 // The ledger of the H200 demo round (evidence/demo_round/ledger.db) was written by schema v1.
 // Opening a copy migrates it in place: every row kept, v2 tables and columns added.
 TEST_F(LedgerTest, MigratesARealVersionOneLedgerWithoutLosingRows) {
@@ -256,13 +267,7 @@ TEST_F(LedgerTest, MigratesARealVersionOneLedgerWithoutLosingRows) {
 TEST_F(LedgerTest, EvidenceRecordsKeepHistoryAndServeTheLatestPerKind) {
   auto l = ledger::Ledger::Open((dir_ / "l.db").string());
   ASSERT_TRUE(l.ok());
-  ASSERT_TRUE((*l)->InsertContract("ct", SmallContract()).ok());
-  evidence::Candidate cand;
-  cand.set_contract_id("ct");
-  cand.set_schedule_hash("h");
-  cand.set_schedule_text("t");
-  cand.set_proposer("agent");
-  auto ins = (*l)->InsertCandidate(cand, "");
+  auto ins = InsertOneCandidate(**l);
   ASSERT_TRUE(ins.ok()) << ins.status();
   evidence::EvidenceRecord r;
   r.set_kind(evidence::SANITIZER);
@@ -293,13 +298,7 @@ TEST_F(LedgerTest, InvalidRunsAndEverySampleAreStored) {
   const fs::path db = dir_ / "l.db";
   auto l = ledger::Ledger::Open(db.string());
   ASSERT_TRUE(l.ok());
-  ASSERT_TRUE((*l)->InsertContract("ct", SmallContract()).ok());
-  evidence::Candidate cand;
-  cand.set_contract_id("ct");
-  cand.set_schedule_hash("h");
-  cand.set_schedule_text("t");
-  cand.set_proposer("agent");
-  auto ins = (*l)->InsertCandidate(cand, "");
+  auto ins = InsertOneCandidate(**l);
   ASSERT_TRUE(ins.ok());
   evidence::Measurement m;
   m.set_incumbent("c0");
