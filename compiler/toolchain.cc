@@ -4,13 +4,13 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
-#include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "admission.h"
+#include "base/files.h"
 #include "base/subprocess.h"
 #include "status_macros.h"
 
@@ -33,13 +33,6 @@ std::optional<std::string> Executable(const std::string& path) {
 std::string LastLine(absl::string_view text) {
   std::vector<absl::string_view> lines = absl::StrSplit(text, '\n', absl::SkipWhitespace());
   return lines.empty() ? "" : std::string(absl::StripAsciiWhitespace(lines.back()));
-}
-
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 }  // namespace
@@ -148,8 +141,8 @@ absl::StatusOr<NvccOutput> RunNvcc(const Toolchain& tc, const TargetInfo& target
     return out;
   }
   out.ok = true;
-  out.cubin = ReadFile(dir / "kernel.cubin");
-  out.ptx = ReadFile(dir / "kernel.ptx");
+  out.cubin = base::ReadFileBytes(dir / "kernel.cubin");
+  out.ptx = base::ReadFileBytes(dir / "kernel.ptx");
   return out;
 }
 

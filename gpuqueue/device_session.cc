@@ -1,25 +1,14 @@
 #include "device_session.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "base/files.h"
 #include "compiler/canonical.h"
 
 namespace cake::gpuqueue {
-namespace {
 
 namespace fs = std::filesystem;
-
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-}  // namespace
 
 absl::StatusOr<Gpu> OpenGpu() {
   Gpu g;
@@ -36,7 +25,7 @@ absl::StatusOr<KernelImage> ReadKernelImage(const worker::KernelRef& ref) {
   KernelImage k;
   k.candidate = ref.candidate();
   k.receipt = ref.receipt();
-  k.cubin = ReadFile(fs::path(ref.receipt().artifact_dir()) / "kernel.cubin");
+  k.cubin = base::ReadFileBytes(fs::path(ref.receipt().artifact_dir()) / "kernel.cubin");
   if (k.cubin.empty() || compiler::Sha256Hex(k.cubin) != ref.receipt().cubin_sha256())
     return absl::DataLossError(
         absl::StrCat("artifact of ", ref.candidate(), " does not match its receipt's cubin hash"));

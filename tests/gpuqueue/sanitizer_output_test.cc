@@ -1,7 +1,9 @@
-// Parsing compute-sanitizer's summaries (text as the 2025.x tools print it), and the sanitize job
-// without compute-sanitizer: every record NOT_RUN with the reason, never PASSED.
+// Parsing compute-sanitizer's summaries (text as the 2025.x tools print it), the sanitize job
+// without compute-sanitizer (every record NOT_RUN with the reason, never PASSED), and the poison
+// count that decides "unwritten".
 #include <gtest/gtest.h>
 
+#include "gpuqueue/validate_runner.h"
 #include "gpuqueue/worker_jobs.h"
 #include "workloads/gemm_cases.h"
 
@@ -42,6 +44,21 @@ TEST(SanitizeJob, WithoutTheToolEveryRecordIsNotRunNeverPassed) {
     EXPECT_FALSE(rec.failure().empty());
   }
   EXPECT_FALSE(reply.validation().passed());
+}
+
+}  // namespace
+}  // namespace cake
+
+namespace cake {
+namespace {
+
+// Unwritten outputs are recognized by the poison's exact bits, not by NaN: a propagated NaN
+// (0x7FC0 in BF16) is a written value.
+TEST(Poison, CountsOnlyTheExactPoisonPattern) {
+  const std::string bf16("\xFF\xFF\xC0\x7F\xFF\xFF\x80\x3F", 8);  // poison, NaN, poison, 1.0
+  EXPECT_EQ(gpuqueue::CountPoison(bf16, true), 2);
+  const std::string f32("\xFF\xFF\xFF\xFF\x00\x00\xC0\x7F", 8);  // poison, NaN
+  EXPECT_EQ(gpuqueue::CountPoison(f32, false), 1);
 }
 
 }  // namespace
