@@ -1,6 +1,10 @@
 #include "analysis.h"
 
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
 #include "canonical.h"
+#include "schedule_limits.h"
 #include "warp_gemm_plan.h"
 
 namespace cake::compiler {
@@ -91,9 +95,25 @@ std::unique_ptr<Analysis> Analyze(const ParsedModule& parsed, const TargetInfo& 
     res->set_registers_per_thread_limit(target.max_registers_per_thread);
   }
   r.set_verdict(overall);
-  for (Diagnostic& d : sink.mutable_diagnostics()) {
+  // A report is bounded whatever the schedule: the first kMaxDiagnostics are kept (errors and
+  // unknowns before warnings and hints), the rest are counted.
+  std::vector<Diagnostic>& all = sink.mutable_diagnostics();
+  if (all.size() > static_cast<size_t>(kMaxDiagnostics))
+    std::stable_partition(all.begin(), all.end(), [](const Diagnostic& d) {
+      return d.severity() == report::ERROR || d.severity() == report::UNKNOWN;
+    });
+  const size_t kept = std::min(all.size(), static_cast<size_t>(kMaxDiagnostics));
+  for (size_t i = 0; i < kept; ++i) {
+    Diagnostic& d = all[i];
     if (!d.path().empty()) *d.mutable_span() = parsed.source_map.Lookup(d.path());
     *r.add_diagnostics() = std::move(d);
+  }
+  if (all.size() > kept) {
+    Diagnostic* note = r.add_diagnostics();
+    note->set_id(report::DIAG_DIAGNOSTICS_TRUNCATED);
+    note->set_severity(report::WARNING);
+    note->set_condition(absl::StrCat("a report keeps at most ", kMaxDiagnostics, " diagnostics"));
+    note->set_message(absl::StrCat(all.size() - kept, " more diagnostics were not kept"));
   }
   return a;
 }

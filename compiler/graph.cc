@@ -50,6 +50,7 @@ void AddOps(const google::protobuf::RepeatedPtrField<ir::Operation>& ops, const 
     node->path = absl::StrCat(prefix, ".", field, "[", i, "]");
     node->parent = parent;
     node->index_in_parent = i;
+    node->depth = parent != nullptr ? parent->depth + 1 : 1;
     node->role = ctx.role;
     node->produce = ctx.produce;
     node->consume = ctx.consume;

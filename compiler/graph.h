@@ -17,6 +17,7 @@ struct OpNode {
   std::string path;  // "kernels[0].ops[1].body[0]"
   const OpNode* parent = nullptr;
   int index_in_parent = 0;
+  int depth = 1;  // 1 for a kernel's top-level ops
   std::vector<const OpNode*> children;
   std::string role;     // enclosing role_region, "" outside any
   std::string produce;  // enclosing produce's pipeline, "" outside

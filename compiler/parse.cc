@@ -7,7 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/stubs/common.h"
 #include "google/protobuf/text_format.h"
+#include "schedule_limits.h"
 
 namespace cake::compiler {
 namespace {
@@ -31,29 +33,25 @@ class CollectingErrors : public pb::io::ErrorCollector {
   std::vector<std::string> errors_;
 };
 
+// Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF.
 bool IsValidUtf8(const std::string& s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t len = c < 0x80           ? 1
-                 : (c >> 5) == 0x6  ? 2
-                 : (c >> 4) == 0xe  ? 3
-                 : (c >> 3) == 0x1e ? 4
-                                    : 0;
-    if (len == 0 || i + len > s.size()) return false;
-    for (size_t j = 1; j < len; ++j)
-      if ((static_cast<unsigned char>(s[i + j]) & 0xc0) != 0x80) return false;
-    i += len;
-  }
-  return true;
+  return pb::internal::IsStructurallyValidUTF8(s.data(), static_cast<int>(s.size()));
 }
 
-// Records where each message was written and collects strings that are not valid UTF-8
-// (text-format escapes can produce any bytes; the schema's strings are text).
+struct SpanWalk {
+  std::string file;
+  SourceMap* map = nullptr;
+  std::vector<std::string> errors;
+  int operations = 0;
+};
+
+// Records where each message was written, collects strings that are not valid UTF-8
+// (text-format escapes can produce any bytes; the schema's strings are text) and counts
+// operations against kMaxOperations. Recursion is bounded by the parser's nesting limit.
 void RecordSpans(const pb::Message& msg, const pb::TextFormat::ParseInfoTree* tree,
-                 const std::string& prefix, const std::string& file, SourceMap* map,
-                 std::vector<std::string>* errors) {
-  if (tree == nullptr) return;
+                 const std::string& prefix, SpanWalk* walk) {
+  if (tree == nullptr || !walk->errors.empty()) return;
+  const std::string& file = walk->file;
   const pb::Reflection* refl = msg.GetReflection();
   std::vector<const pb::FieldDescriptor*> fields;
   refl->ListFields(msg, &fields);
@@ -68,20 +66,29 @@ void RecordSpans(const pb::Message& msg, const pb::TextFormat::ParseInfoTree* tr
         const std::string value = field->is_repeated() ? refl->GetRepeatedString(msg, field, i)
                                                        : refl->GetString(msg, field);
         if (!IsValidUtf8(value))
-          errors->push_back(absl::StrCat(file, ":", loc.line + 1, ":", loc.column + 1, ": field \"",
-                                         field->name(), "\" is not valid UTF-8"));
+          walk->errors.push_back(absl::StrCat(file, ":", loc.line + 1, ":", loc.column + 1,
+                                              ": field \"", field->name(),
+                                              "\" is not valid UTF-8"));
       }
       if (loc.line >= 0) {
         report::SourceSpan span;
         span.set_file(file);
         span.set_line(loc.line + 1);
         span.set_column(loc.column + 1);
-        map->Record(path, span);
+        walk->map->Record(path, span);
       }
       if (field->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE) {
         const pb::Message& child = field->is_repeated() ? refl->GetRepeatedMessage(msg, field, i)
                                                         : refl->GetMessage(msg, field);
-        RecordSpans(child, tree->GetTreeForNested(field, index), path, file, map, errors);
+        if (child.GetDescriptor() == ir::Operation::descriptor() &&
+            ++walk->operations > kMaxOperations) {
+          walk->errors.push_back(absl::StrCat(
+              file, ":", loc.line + 1, ":", loc.column + 1, ": more than ", kMaxOperations,
+              " operations in one schedule (limit ", kMaxOperations, ")"));
+          return;
+        }
+        RecordSpans(child, tree->GetTreeForNested(field, index), path, walk);
+        if (!walk->errors.empty()) return;
       }
     }
   }
@@ -102,6 +109,10 @@ report::SourceSpan SourceMap::Lookup(absl::string_view path) const {
 }
 
 absl::StatusOr<ParsedModule> ParseModuleText(absl::string_view text, absl::string_view file) {
+  if (text.size() > kMaxScheduleTextBytes)
+    return absl::InvalidArgumentError(absl::StrCat(std::string(file), ":1:1: schedule text is ",
+                                                   text.size(), " bytes (limit ",
+                                                   kMaxScheduleTextBytes, ")"));
   ParsedModule parsed;
   parsed.file = std::string(file);
   CollectingErrors errors(parsed.file);
@@ -109,15 +120,19 @@ absl::StatusOr<ParsedModule> ParseModuleText(absl::string_view text, absl::strin
   pb::TextFormat::ParseInfoTree tree;
   parser.RecordErrorsTo(&errors);
   parser.WriteLocationsTo(&tree);
+  // Without a limit a few thousand nested bodies overflow the stack (of a gRPC thread, too).
+  parser.SetRecursionLimit(kMaxTextNesting);
   if (!parser.ParseFromString(std::string(text), &parsed.module)) {
     if (errors.errors().empty())
       return absl::InvalidArgumentError(
           absl::StrCat(std::string(file), ":1:1: malformed schedule text"));
     return absl::InvalidArgumentError(absl::StrJoin(errors.errors(), "\n"));
   }
-  std::vector<std::string> utf8_errors;
-  RecordSpans(parsed.module, &tree, "", parsed.file, &parsed.source_map, &utf8_errors);
-  if (!utf8_errors.empty()) return absl::InvalidArgumentError(absl::StrJoin(utf8_errors, "\n"));
+  SpanWalk walk;
+  walk.file = parsed.file;
+  walk.map = &parsed.source_map;
+  RecordSpans(parsed.module, &tree, "", &walk);
+  if (!walk.errors.empty()) return absl::InvalidArgumentError(absl::StrJoin(walk.errors, "\n"));
   return parsed;
 }
 

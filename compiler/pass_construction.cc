@@ -4,6 +4,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "schedule_limits.h"
 #include "passes.h"
 
 namespace cake::compiler {
@@ -419,9 +420,23 @@ void RunConstructionPass(const PassContext& ctx, DiagnosticSink& sink, CheckCoun
     CheckNames(g, sink, checks);
     CheckShapes(g, sink, checks);
     CheckInstrFamilies(g, sink, checks);
+    bool nesting_reported = false;
     for (const auto& np : g.nodes) {
       const OpNode& n = *np;
       const ir::Operation& op = *n.op;
+      ++checks;
+      if (n.depth > kMaxOpDepth && !nesting_reported) {
+        // Reported once, at the first operation past the limit (preorder).
+        nesting_reported = true;
+        sink.Error(report::DIAG_OP_NESTING_TOO_DEEP)
+            .Op(op.id())
+            .Path(n.path)
+            .Condition(absl::StrCat("operation bodies nest at most ", kMaxOpDepth, " deep"))
+            .Evidence(absl::StrCat("depth ", n.depth))
+            .Repair("flatten the nest: a role, a tile loop, a k loop and a consume need 4 levels")
+            .Message(absl::StrCat("operation '", op.id(), "' is nested ", n.depth,
+                                  " levels deep (limit ", kMaxOpDepth, ")"));
+      }
       CheckForbidden(g, n, sink, checks);
       ++checks;
       if (op.op_case() == ir::Operation::OP_NOT_SET) {

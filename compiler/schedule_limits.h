@@ -1,0 +1,23 @@
+// Limits on what a schedule may be. Agents are adversaries: every size and depth they can send
+// has a bound, checked where the input enters (the parser) or in the verifier, and each refusal
+// names the limit and the position. The same numbers are documented in proto/cake/ir.proto.
+#pragma once
+
+#include <cstddef>
+
+namespace cake::compiler {
+
+// Bytes of schedule text accepted by the parser.
+inline constexpr size_t kMaxScheduleTextBytes = 256 * 1024;
+// Message nesting the text parser accepts (Module > Kernel > Operation > body ...). Bounds
+// every recursive walk downstream (spans, canonical form, graph, passes, emission).
+inline constexpr int kMaxTextNesting = 64;
+// Operations in one module, counting nested bodies.
+inline constexpr int kMaxOperations = 4096;
+// Nesting of operation bodies the verifier accepts (DIAG_OP_NESTING_TOO_DEEP beyond it). Real
+// schedules nest role > tile loop > k loop > consume > a few levels of ops.
+inline constexpr int kMaxOpDepth = 16;
+// Diagnostics kept in one analysis report; the rest are counted in one truncation note.
+inline constexpr int kMaxDiagnostics = 200;
+
+}  // namespace cake::compiler
