@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,9 +24,33 @@ namespace {
 
 void SetNonBlocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
+// Async-signal-safe: writes "cake: child setup: WHAT: errno N\n" to fd 2.
+void ChildFail(const char* what, int err) {
+  char buf[256];
+  size_t n = 0;
+  auto put = [&](const char* s) {
+    while (*s && n < sizeof(buf) - 1) buf[n++] = *s++;
+  };
+  put("cake: child setup failed: ");
+  put(what);
+  put(": errno ");
+  char digits[12];
+  int d = 0;
+  unsigned v = static_cast<unsigned>(err);
+  do {
+    digits[d++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v && d < 11);
+  while (d > 0 && n < sizeof(buf) - 1) buf[n++] = digits[--d];
+  buf[n++] = '\n';
+  (void)!write(2, buf, n);
+  _exit(126);
+}
+
 }  // namespace
 
 std::string SubprocessResult::Describe() const {
+  if (output_limit_exceeded) return "killed for writing more output than allowed";
   if (timed_out) return absl::StrFormat("timed out after %.1f s", wall_seconds);
   if (term_signal != 0) return absl::StrCat("killed by signal ", term_signal);
   return absl::StrCat("exit ", exit_code);
@@ -64,31 +90,51 @@ absl::StatusOr<SubprocessResult> RunSubprocess(const std::vector<std::string>& a
   for (const std::string& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
   std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) {
-    absl::string_view kv(*e);
-    const std::string key(kv.substr(0, kv.find('=')));
-    if (!options.env.count(key)) env_strings.emplace_back(kv);
-  }
+  if (options.inherit_environment)
+    for (char** e = environ; *e != nullptr; ++e) {
+      absl::string_view kv(*e);
+      const std::string key(kv.substr(0, kv.find('=')));
+      if (!options.env.count(key)) env_strings.emplace_back(kv);
+    }
   for (const auto& [k, v] : options.env) env_strings.push_back(absl::StrCat(k, "=", v));
   std::vector<char*> cenv;
   for (std::string& s : env_strings) cenv.push_back(s.data());
   cenv.push_back(nullptr);
 
   const auto start = std::chrono::steady_clock::now();
+  const pid_t parent = getpid();
+  std::unique_lock<std::mutex> spawning;
+  if (options.spawn_lock != nullptr) spawning = std::unique_lock<std::mutex>(*options.spawn_lock);
   const pid_t pid = fork();
   if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
   if (pid == 0) {
-    // Own process group, so a timeout kill reaches everything the child starts.
+    // Own process group, so a kill reaches everything the child starts (that stays in it).
     setpgid(0, 0);
+    // Die with the thread that started us; if it already died, do not run at all.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(125);
     dup2(in_pipe[0], 0);
     dup2(out_pipe[1], 1);
     dup2(err_pipe[1], 2);
-    if (!options.working_dir.empty() && chdir(options.working_dir.c_str()) != 0) _exit(126);
+    if (!options.working_dir.empty() && chdir(options.working_dir.c_str()) != 0)
+      ChildFail("chdir", errno);
+    for (const ChildStep& step : options.child_setup)
+      if (const int err = step.run(); err != 0) ChildFail(step.what, err);
+    // Only 0-2 cross into the child, whatever the parent forgot to mark close-on-exec.
+    syscall(SYS_close_range, 3U, ~0U, 0U);
     execve(exe->c_str(), cargv.data(), cenv.data());
     _exit(127);
   }
   setpgid(pid, pid);  // also from the parent: no race with an early kill
   if (options.on_start) options.on_start(pid);
+  if (spawning.owns_lock()) spawning.unlock();
+  const auto kill_tree = [&] {
+    if (options.kill_tree) {
+      options.kill_tree(pid);
+    } else {
+      kill(-pid, SIGKILL);
+    }
+  };
   close(in_pipe[0]);
   close(out_pipe[1]);
   close(err_pipe[1]);
@@ -115,7 +161,7 @@ absl::StatusOr<SubprocessResult> RunSubprocess(const std::vector<std::string>& a
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline) {
       result.timed_out = true;
-      kill(-pid, SIGKILL);
+      kill_tree();
       break;
     }
     pollfd fds[3];
@@ -144,6 +190,20 @@ absl::StatusOr<SubprocessResult> RunSubprocess(const std::vector<std::string>& a
       const ssize_t r = read(fd, buf, sizeof(buf));
       if (r > 0) {
         sink.append(buf, static_cast<size_t>(r));
+        if (&sink == &result.stderr_bytes && sink.size() > 2 * options.max_stderr_bytes)
+          sink.erase(0, sink.size() - options.max_stderr_bytes);
+        if (&sink == &result.stdout_bytes && options.max_stdout_bytes > 0 &&
+            sink.size() > options.max_stdout_bytes) {
+          // A flood is not buffered whole: the tree is killed and the output dropped.
+          result.output_limit_exceeded = true;
+          sink.clear();
+          kill_tree();
+          close(out_fd);
+          out_fd = -1;
+          close(err_fd);
+          err_fd = -1;
+          break;
+        }
       } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
         close(fd);
         fd = -1;
@@ -155,16 +215,22 @@ absl::StatusOr<SubprocessResult> RunSubprocess(const std::vector<std::string>& a
   if (out_fd >= 0) close(out_fd);
   if (err_fd >= 0) close(err_fd);
   int status = 0;
+  // Wait without reaping: while the child is a zombie its pid (and so its group id) cannot be
+  // reused, so the group kill below reaches only what it left behind.
+  siginfo_t info;
+  while (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
+  }
+  kill_tree();
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  // Reap anything the child left in its group.
-  if (result.timed_out) kill(-pid, SIGKILL);
+  if (result.stderr_bytes.size() > options.max_stderr_bytes)
+    result.stderr_bytes.erase(0, result.stderr_bytes.size() - options.max_stderr_bytes);
   result.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result.term_signal = WTERMSIG(status);
-  if (!result.timed_out && result.exit_code == 127 && result.term_signal == 0 &&
-      result.stdout_bytes.empty() && result.stderr_bytes.empty())
+  if (!result.timed_out && !result.output_limit_exceeded && result.exit_code == 127 &&
+      result.term_signal == 0 && result.stdout_bytes.empty() && result.stderr_bytes.empty())
     return absl::NotFoundError(absl::StrCat(argv[0], ": could not be executed"));
   return result;
 }

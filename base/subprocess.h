@@ -1,12 +1,16 @@
-// Runs a child process with captured stdout/stderr, optional stdin bytes, a wall-clock timeout and
-// its own process group (so a timeout kills everything it started). Used for nvcc/ptxas/cuobjdump
-// and for worker processes. A small POSIX wrapper rather than a library because the process-group
-// and timeout semantics are the point. Thread-compatible; each call owns its child.
+// Runs a child process with captured stdout/stderr, optional stdin bytes, a wall-clock timeout,
+// bounded output and its own process group. Used for nvcc/ptxas/cuobjdump and for worker
+// processes. A small POSIX wrapper rather than a library because the process-tree semantics are
+// the point: the child gets PR_SET_PDEATHSIG (it dies with the thread that started it), only the
+// descriptors 0-2, and whatever `child_setup` steps the caller prepared (joining a cgroup,
+// rlimits, a Landlock ruleset, a seccomp filter) just before exec. Thread-compatible; each call
+// owns its child.
 #pragma once
 
 #include <chrono>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,23 +19,46 @@
 
 namespace cake::base {
 
+// One step run in the child between fork and exec, in order. It must be async-signal-safe (no
+// allocation, no locks: build everything it needs before the call). Returns 0, or an errno value
+// that aborts the exec (the child writes `what` and the error to its stderr and exits 126).
+struct ChildStep {
+  const char* what = "";
+  std::function<int()> run;
+};
+
 struct SubprocessOptions {
   std::string stdin_bytes;
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
   std::string working_dir;                 // empty = inherit
   std::map<std::string, std::string> env;  // added to (or replacing in) the inherited env
-  std::function<void(int pid)> on_start;   // called with the child's pid once it runs
+  bool inherit_environment = true;         // false: the child's environment is exactly `env`
+  // stdout beyond this kills the child's tree (output_limit_exceeded); 0 = unbounded.
+  size_t max_stdout_bytes = 0;
+  // Only the last this-many bytes of stderr are kept (the rest is read and dropped).
+  size_t max_stderr_bytes = 1 << 20;
+  std::vector<ChildStep> child_setup;
+  std::function<void(int pid)> on_start;  // called with the child's pid once it runs
+  // Held from before fork until on_start returns, so whoever sweeps the parent's children under
+  // the same lock always finds this child registered.
+  std::mutex* spawn_lock = nullptr;
+  // Kills everything the child started; called on timeout and output overflow. Default: SIGKILL
+  // to the child's process group. A cgroup-contained caller kills its cgroup instead.
+  std::function<void(int pid)> kill_tree;
 };
 
 struct SubprocessResult {
-  int exit_code = -1;      // valid when !signaled
-  int term_signal = 0;     // signal that ended the child, 0 if it exited
-  bool timed_out = false;  // the group was killed because the timeout passed
+  int exit_code = -1;                  // valid when !signaled
+  int term_signal = 0;                 // signal that ended the child, 0 if it exited
+  bool timed_out = false;              // the tree was killed because the timeout passed
+  bool output_limit_exceeded = false;  // the tree was killed for writing too much to stdout
   std::string stdout_bytes;
-  std::string stderr_bytes;
+  std::string stderr_bytes;  // the tail, at most max_stderr_bytes
   double wall_seconds = 0;
 
-  bool ok() const { return !timed_out && term_signal == 0 && exit_code == 0; }
+  bool ok() const {
+    return !timed_out && !output_limit_exceeded && term_signal == 0 && exit_code == 0;
+  }
   std::string Describe() const;  // "exit 1", "killed by signal 9", "timed out after 2.0 s"
 };
 

@@ -1,4 +1,5 @@
 #include "artifact_store.h"
+#include "base/digest.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -57,7 +58,7 @@ absl::StatusOr<report::LoweringReceipt> ArtifactStore::Lookup(const std::string&
   report::LoweringReceipt receipt;
   if (!receipt.ParseFromString(ReadAll(dir / "receipt.pb")))
     return absl::NotFoundError("corrupt receipt");
-  if (Sha256Hex(ReadAll(dir / "kernel.cubin")) != receipt.cubin_sha256())
+  if (base::Sha256Hex(ReadAll(dir / "kernel.cubin")) != receipt.cubin_sha256())
     return absl::NotFoundError("cubin does not match its receipt");
   return receipt;
 }

@@ -1,9 +1,8 @@
 #include "canonical.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 
+#include "base/digest.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
@@ -86,25 +85,11 @@ std::string DeterministicBytes(const google::protobuf::Message& m) {
   return out;
 }
 
-std::string Sha256Hex(absl::string_view bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(bytes.data(), bytes.size(), digest, &len, EVP_sha256(), nullptr);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(2 * len);
-  for (unsigned int i = 0; i < len; ++i) {
-    hex.push_back(kHex[digest[i] >> 4]);
-    hex.push_back(kHex[digest[i] & 0xf]);
-  }
-  return hex;
-}
-
 std::string ScheduleHash(const ir::Module& module) {
   std::string payload(kCanonicalFormVersion);
   payload.push_back('\n');
   payload += CanonicalBytes(Canonicalize(module));
-  return Sha256Hex(payload);
+  return base::Sha256Hex(payload);
 }
 
 }  // namespace cake::compiler

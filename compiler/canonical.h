@@ -31,7 +31,4 @@ std::string DeterministicBytes(const google::protobuf::Message& m);
 // Lower-case hex SHA-256 of the canonical form of `module`.
 std::string ScheduleHash(const ir::Module& module);
 
-// Lower-case hex SHA-256 of arbitrary bytes.
-std::string Sha256Hex(absl::string_view bytes);
-
 }  // namespace cake::compiler

@@ -1,4 +1,5 @@
 #include "compiler.h"
+#include "base/digest.h"
 
 #include <filesystem>
 
@@ -6,8 +7,8 @@
 #include "absl/strings/str_join.h"
 #include "admission.h"
 #include "artifact_store.h"
+#include "base/status_macros.h"
 #include "canonical.h"
-#include "status_macros.h"
 #include "warp_gemm_plan.h"
 
 namespace cake::compiler {
@@ -62,8 +63,8 @@ absl::StatusOr<CompileResult> Compile(const ParsedModule& parsed, const TargetIn
   const EmittedSource& src = *emitted.source;
 
   const std::vector<std::string> flags = CompileFlags(target);
-  const std::string source_sha = Sha256Hex(src.text);
-  const std::string key = Sha256Hex(
+  const std::string source_sha = base::Sha256Hex(src.text);
+  const std::string key = base::Sha256Hex(
       absl::StrCat("cake-artifact-v1\n", result.analysis.schedule_hash(), "\n",
                    std::string(target.name), "\n", parsed.module.target().ptx_version(), "\n",
                    std::string(kWarpGemmLoweringVersion), "\n", tc.nvcc, "\n", tc.nvcc_version,
@@ -120,7 +121,7 @@ absl::StatusOr<CompileResult> Compile(const ParsedModule& parsed, const TargetIn
   }
   files["kernel.cubin"] = nv.cubin;
   files["kernel.ptx"] = nv.ptx;
-  r.set_cubin_sha256(Sha256Hex(nv.cubin));
+  r.set_cubin_sha256(base::Sha256Hex(nv.cubin));
   if (auto v = PtxFileVersion(nv.ptx)) r.set_ptx_version_emitted(v->ToString());
   r.set_ptx_target_emitted(PtxFileTarget(nv.ptx));
   if (auto usage = ParsePtxasReport(nv.log, src.kernel_symbol)) *r.mutable_resources() = *usage;

@@ -11,8 +11,8 @@
 #include "absl/strings/strip.h"
 #include "admission.h"
 #include "base/files.h"
+#include "base/status_macros.h"
 #include "base/subprocess.h"
-#include "status_macros.h"
 
 #ifndef CAKE_DEFAULT_NVCC
 #define CAKE_DEFAULT_NVCC "nvcc"

@@ -1,4 +1,5 @@
 #include "device_session.h"
+#include "base/digest.h"
 
 #include <filesystem>
 
@@ -26,7 +27,7 @@ absl::StatusOr<KernelImage> ReadKernelImage(const worker::KernelRef& ref) {
   k.candidate = ref.candidate();
   k.receipt = ref.receipt();
   k.cubin = base::ReadFileBytes(fs::path(ref.receipt().artifact_dir()) / "kernel.cubin");
-  if (k.cubin.empty() || compiler::Sha256Hex(k.cubin) != ref.receipt().cubin_sha256())
+  if (k.cubin.empty() || base::Sha256Hex(k.cubin) != ref.receipt().cubin_sha256())
     return absl::DataLossError(
         absl::StrCat("artifact of ", ref.candidate(), " does not match its receipt's cubin hash"));
   return k;

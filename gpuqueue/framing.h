@@ -10,7 +10,7 @@
 
 namespace cake::gpuqueue {
 
-inline constexpr uint32_t kMaxFrameBytes = 256u << 20;
+inline constexpr uint32_t kMaxFrameBytes = 64u << 20;
 
 std::string Frame(const google::protobuf::MessageLite& m);
 

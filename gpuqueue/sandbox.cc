@@ -1,5 +1,9 @@
 #include "sandbox.h"
 
+#include <signal.h>
+
+#include <filesystem>
+
 #include "absl/strings/str_cat.h"
 #include "base/subprocess.h"
 #include "framing.h"
@@ -7,9 +11,21 @@
 namespace cake::gpuqueue {
 namespace {
 
+namespace fs = std::filesystem;
+
 std::string Tail(const std::string& s, size_t n = 400) {
   return s.size() <= n ? s : s.substr(s.size() - n);
 }
+
+// Removes the job directory however the worker left it.
+struct JobDir {
+  std::string path;
+  ~JobDir() {
+    if (path.empty()) return;
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
 
 }  // namespace
 
@@ -19,15 +35,72 @@ absl::StatusOr<worker::Reply> RunInWorker(const worker::Request& request,
   sp.stdin_bytes = Frame(request);
   sp.timeout = options.timeout;
   sp.env = options.env;
-  sp.on_start = options.on_start;
+  sp.max_stdout_bytes = options.max_reply_bytes;
+  sp.max_stderr_bytes = 64 << 10;
+
+  std::unique_ptr<JobCgroup> cgroup;
+  if (options.containment != nullptr) {
+    auto g = options.containment->CreateJobGroup(options.job_name);
+    if (!g.ok())
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot contain worker: ", g.status().message()));
+    cgroup = *std::move(g);
+  }
+  JobDir job_dir;
+  std::unique_ptr<PreparedSandbox> sandbox;
+  if (options.confine) {
+    SandboxSpec spec = *options.confine;
+    std::error_code ec;
+    fs::remove_all(spec.job_dir, ec);
+    fs::create_directories(fs::path(spec.job_dir) / "tmp", ec);
+    if (ec)
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot create job directory ", spec.job_dir, ": ", ec.message()));
+    fs::permissions(spec.job_dir, fs::perms::owner_all, ec);
+    job_dir.path = spec.job_dir;
+    spec.cgroup_procs_fd = cgroup ? cgroup->procs_fd() : -1;
+    auto prepared = PrepareSandbox(spec);
+    if (!prepared.ok())
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot prepare the worker sandbox: ", prepared.status().message()));
+    sandbox = *std::move(prepared);
+    sp.child_setup = sandbox->steps();
+    sp.inherit_environment = false;
+    sp.env["HOME"] = spec.job_dir;
+    sp.env["TMPDIR"] = (fs::path(spec.job_dir) / "tmp").string();
+    sp.working_dir = spec.job_dir;
+  } else if (cgroup) {
+    sp.child_setup.push_back({"join job cgroup", [fd = cgroup->procs_fd()] {
+                                return ::write(fd, "0", 1) == 1 ? 0 : errno;
+                              }});
+  }
+  const std::string cgroup_path = cgroup ? cgroup->path() : "";
+  int worker_pid = 0;
+  if (options.containment != nullptr) sp.spawn_lock = options.containment->spawn_lock();
+  sp.on_start = [&](int pid) {
+    worker_pid = pid;
+    if (options.containment != nullptr) options.containment->WorkerStarted(pid, cgroup_path);
+    if (options.on_start) options.on_start(pid);
+  };
+  sp.kill_tree = [&](int pid) {
+    if (cgroup) cgroup->Kill();
+    ::kill(-pid, SIGKILL);
+  };
   auto run = base::RunSubprocess({options.worker_path}, sp);
+  if (options.containment != nullptr) {
+    if (worker_pid > 0) options.containment->WorkerEnded(worker_pid);
+    cgroup.reset();  // kills and removes what is left in the job's cgroup
+    options.containment->SweepOrphans();
+  }
   if (!run.ok())
     return absl::FailedPreconditionError(
         absl::StrCat("cannot start worker ", options.worker_path, ": ", run.status().message()));
+  if (run->output_limit_exceeded)
+    return absl::AbortedError(absl::StrCat("worker reply exceeded ", options.max_reply_bytes,
+                                           " bytes; its process tree was killed"));
   if (run->timed_out)
     return absl::AbortedError(absl::StrCat("worker timed out after ", options.timeout.count(),
-                                           " ms; its process group was "
-                                           "killed"));
+                                           " ms; its process tree was killed"));
   if (run->term_signal != 0)
     return absl::AbortedError(absl::StrCat("worker killed by signal ", run->term_signal,
                                            run->stderr_bytes.empty() ? "" : ": ",

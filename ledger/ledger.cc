@@ -5,7 +5,8 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "compiler/status_macros.h"
+#include "base/digest.h"
+#include "base/status_macros.h"
 #include "sqlite.h"
 
 namespace cake::ledger {
@@ -86,6 +87,35 @@ ALTER TABLE measurement_samples ADD COLUMN incumbent_span_us REAL;
 ALTER TABLE measurement_samples ADD COLUMN challenger_span_us REAL;
 )sql";
 
+// v3: contract digests, Measure idempotency keys, the start-up write probe.
+constexpr const char* kSchemaV3 = R"sql(
+ALTER TABLE contracts ADD COLUMN body_sha256 TEXT NOT NULL DEFAULT '';
+CREATE TABLE measure_requests (
+  idempotency_key TEXT PRIMARY KEY, candidate_id TEXT NOT NULL REFERENCES candidates(id),
+  job_id INTEGER NOT NULL, created_ms INTEGER NOT NULL);
+CREATE TABLE write_probe (id INTEGER PRIMARY KEY, at_ms INTEGER NOT NULL);
+)sql";
+
+constexpr const char* kContractTriggers = R"sql(
+CREATE TRIGGER contracts_immutable_update BEFORE UPDATE ON contracts
+  BEGIN SELECT RAISE(ABORT, 'contracts are immutable: create a new contract'); END;
+CREATE TRIGGER contracts_immutable_delete BEFORE DELETE ON contracts
+  BEGIN SELECT RAISE(ABORT, 'contracts are immutable: create a new contract'); END;
+)sql";
+
+absl::StatusOr<contract::Contract> VerifiedContract(const std::string& id, const std::string& body,
+                                                    const std::string& digest) {
+  if (base::Sha256Hex(body) != digest)
+    return absl::DataLossError(
+        absl::StrCat("contract ", id,
+                     ": its stored body does not match the digest stored with it (a changed "
+                     "or damaged ledger); refusing to serve it"));
+  contract::Contract c;
+  if (!c.ParseFromString(body))
+    return absl::DataLossError(absl::StrCat("contract ", id, ": body does not parse"));
+  return c;
+}
+
 JobState ParseJobState(const std::string& s) {
   if (s == "RUNNING") return JobState::kRunning;
   if (s == "DONE") return JobState::kDone;
@@ -149,16 +179,38 @@ Ledger::~Ledger() = default;
 absl::StatusOr<std::unique_ptr<Ledger>> Ledger::Open(const std::string& path) {
   std::unique_ptr<Ledger> l(new Ledger());
   l->path_ = path;
-  const bool existed = std::filesystem::exists(path) && std::filesystem::file_size(path) > 0;
+  std::error_code ec;
+  const auto kind = std::filesystem::status(path, ec).type();
+  if (kind == std::filesystem::file_type::directory)
+    return absl::FailedPreconditionError(
+        absl::StrCat(path,
+                     " is a directory, not a ledger file; move it away or choose another "
+                     "state directory"));
+  if (kind != std::filesystem::file_type::not_found && kind != std::filesystem::file_type::regular)
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " is not a regular file; refusing to use it as the ledger"));
+  const bool existed = kind == std::filesystem::file_type::regular &&
+                       std::filesystem::file_size(path, ec) > 0 && !ec;
   CAKE_ASSIGN_OR_RETURN(l->db_, Db::Open(path));
   Db& db = *l->db_;
+  // A ledger this process cannot write is refused now, not at the first proposal.
+  if (sqlite3_db_readonly(db.raw(), "main") == 1)
+    return absl::FailedPreconditionError(absl::StrCat(
+        path,
+        " is read-only for this process (file mode, owner or a read-only mount); caked "
+        "needs to write its ledger"));
   if (existed) {
     // Read-only checks first: a foreign or damaged file is never written to.
     auto app = PragmaInt(db, "application_id");
-    if (!app.ok())
-      return absl::FailedPreconditionError(absl::StrCat(path, " is not a SQLite database (",
-                                                        app.status().message(),
-                                                        "); refusing to use or overwrite it"));
+    if (!app.ok()) {
+      if (app.status().code() == absl::StatusCode::kDataLoss)
+        return absl::FailedPreconditionError(absl::StrCat(path, " is not a SQLite database (",
+                                                          app.status().message(),
+                                                          "); refusing to use or overwrite it"));
+      return absl::Status(
+          app.status().code(),
+          absl::StrCat("cannot read ", path, ": ", app.status().message(), db.SystemError()));
+    }
     auto version = PragmaInt(db, "user_version");
     if (!version.ok()) return version.status();
     if (*app != kApplicationId)
@@ -175,10 +227,19 @@ absl::StatusOr<std::unique_ptr<Ledger>> Ledger::Open(const std::string& path) {
           absl::StrCat(path, " failed quick_check: ",
                        qc.status().ok() ? qc.Text(0) : std::string(qc.status().message())));
   }
-  CAKE_RETURN_IF_ERROR(db.Exec("PRAGMA journal_mode=WAL"));
-  CAKE_RETURN_IF_ERROR(db.Exec("PRAGMA synchronous=FULL"));
-  CAKE_RETURN_IF_ERROR(db.Exec("PRAGMA foreign_keys=ON"));
-  CAKE_RETURN_IF_ERROR(l->Migrate());
+  // Each step names the ledger: a full disk or a read-only mount says so, not "not a database".
+  for (const char* pragma :
+       {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA foreign_keys=ON"})
+    if (absl::Status s = db.Exec(pragma); !s.ok())
+      return absl::Status(s.code(),
+                          absl::StrCat(path, ": ", pragma, ": ", s.message(), db.SystemError()));
+  if (absl::Status s = l->Migrate(); !s.ok())
+    return absl::Status(s.code(),
+                        absl::StrCat(path, ": migration: ", s.message(), db.SystemError()));
+  // A write the disk must take: a full disk refuses the start instead of the first proposal.
+  if (absl::Status s = l->ProbeWrite(); !s.ok())
+    return absl::Status(s.code(),
+                        absl::StrCat(path, ": write probe: ", s.message(), db.SystemError()));
   return l;
 }
 
@@ -191,9 +252,39 @@ absl::Status Ledger::Migrate() {
     CAKE_RETURN_IF_ERROR(db_->Exec(absl::StrCat("PRAGMA application_id=", kApplicationId)));
   }
   if (version < 2) CAKE_RETURN_IF_ERROR(db_->Exec(kSchemaV2));
+  if (version < 3) CAKE_RETURN_IF_ERROR(MigrateToV3());
   // Later versions add `if (version < N)` steps here, each in this transaction.
   CAKE_RETURN_IF_ERROR(db_->Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion)));
   return tx.Commit();
+}
+
+absl::Status Ledger::MigrateToV3() {
+  CAKE_RETURN_IF_ERROR(db_->Exec(kSchemaV3));
+  // Existing contracts get the digest of the body they have now; the immutability triggers
+  // step aside for that one update, inside the migration's transaction.
+  CAKE_RETURN_IF_ERROR(
+      db_->Exec("DROP TRIGGER contracts_immutable_update; "
+                "DROP TRIGGER contracts_immutable_delete;"));
+  std::vector<std::pair<std::string, std::string>> rows;
+  {
+    CAKE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("SELECT id, body FROM contracts"));
+    while (s.Step()) rows.emplace_back(s.Text(0), s.Blob(1));
+    CAKE_RETURN_IF_ERROR(s.status());
+  }
+  for (const auto& [id, body] : rows) {
+    CAKE_ASSIGN_OR_RETURN(Stmt up,
+                          db_->Prepare("UPDATE contracts SET body_sha256 = ? WHERE id = ?"));
+    CAKE_RETURN_IF_ERROR(up.Bind(1, base::Sha256Hex(body)).Bind(2, id).Run());
+  }
+  return db_->Exec(kContractTriggers);
+}
+
+absl::Status Ledger::ProbeWrite() {
+  return Atomically([&]() -> absl::Status {
+    CAKE_ASSIGN_OR_RETURN(
+        Stmt s, db_->Prepare("INSERT OR REPLACE INTO write_probe(id, at_ms) VALUES (1, ?)"));
+    return s.Bind(1, NowMs()).Run();
+  });
 }
 
 absl::Status Ledger::Atomically(const std::function<absl::Status()>& fn) {
@@ -214,32 +305,42 @@ absl::StatusOr<RecoveryReport> Ledger::BeginBoot(const std::string& boot_id, int
     CAKE_ASSIGN_OR_RETURN(
         Stmt running,
         db_->Prepare(absl::StrCat("SELECT ", kJobColumns, " FROM jobs WHERE state = 'RUNNING'")));
-    std::vector<Job> interrupted;
-    while (running.Step()) interrupted.push_back(ReadJob(running));
+    while (running.Step()) report.interrupted.push_back(ReadJob(running));
     CAKE_RETURN_IF_ERROR(running.status());
-    for (const Job& j : interrupted) {
-      const bool retry = j.attempt < max_attempts;
+    for (const Job& j : report.interrupted) {
       CAKE_ASSIGN_OR_RETURN(
           Stmt rec,
           db_->Prepare(
               "INSERT OR IGNORE INTO job_attempts(job_id, attempt, outcome, error, finished_ms) "
               "VALUES (?, ?, 'INTERRUPTED', 'daemon restarted while the job ran', ?)"));
       CAKE_RETURN_IF_ERROR(rec.Bind(1, j.id).Bind(2, j.attempt).Bind(3, NowMs()).Run());
+      // Only crashes count: attempts a graceful shutdown killed were re-queued as SHUTDOWN.
+      CAKE_ASSIGN_OR_RETURN(Stmt n, db_->Prepare("SELECT COUNT(*) FROM job_attempts WHERE "
+                                                 "job_id = ? AND outcome = 'INTERRUPTED'"));
+      n.Bind(1, j.id);
+      if (!n.Step()) return n.status().ok() ? absl::InternalError("no count") : n.status();
+      const int64_t crashes = n.Int(0);
+      const bool retry = crashes < max_attempts;
+      const std::string error =
+          retry ? "" : absl::StrCat("interrupted by ", crashes, " daemon crashes; giving up");
       CAKE_ASSIGN_OR_RETURN(
           Stmt up,
           db_->Prepare("UPDATE jobs SET state = ?, error = ?, worker_pid = 0 WHERE id = ?"));
       CAKE_RETURN_IF_ERROR(
-          up.Bind(1, retry ? "QUEUED" : "FAILED")
-              .Bind(2, retry ? "" : absl::StrCat("interrupted ", j.attempt, " times; giving up"))
-              .Bind(3, j.id)
-              .Run());
-      CAKE_RETURN_IF_ERROR(
-          AddEvent(retry ? "job_requeued" : "job_failed", j.candidate_id, j.id,
-                   absl::StrCat(j.kind, " job ", j.id,
-                                " was running when the "
-                                "daemon stopped (attempt ",
-                                j.attempt, "); ", retry ? "re-queued" : "failed")));
-      (retry ? report.requeued : report.failed)++;
+          up.Bind(1, retry ? "QUEUED" : "FAILED").Bind(2, error).Bind(3, j.id).Run());
+      CAKE_RETURN_IF_ERROR(AddEvent(
+          retry ? "job_requeued" : "job_failed", j.candidate_id, j.id,
+          absl::StrCat(j.kind, " job ", j.id, " was running when the daemon stopped (attempt ",
+                       j.attempt, "); ", retry ? "re-queued" : error)));
+      if (retry) {
+        ++report.requeued;
+      } else {
+        ++report.failed;
+        Job failed = j;
+        failed.state = JobState::kFailed;
+        failed.error = error;
+        report.gave_up.push_back(std::move(failed));
+      }
     }
     return absl::OkStatus();
   });
@@ -251,37 +352,43 @@ absl::StatusOr<RecoveryReport> Ledger::BeginBoot(const std::string& boot_id, int
 
 absl::StatusOr<bool> Ledger::InsertContract(const std::string& id, const contract::Contract& c) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  CAKE_ASSIGN_OR_RETURN(
-      Stmt s,
-      db_->Prepare(
-          "INSERT OR IGNORE INTO contracts(id, name, body, created_ms) VALUES (?, ?, ?, ?)"));
-  CAKE_RETURN_IF_ERROR(
-      s.Bind(1, id).Bind(2, c.name()).BindBlob(3, c.SerializeAsString()).Bind(4, NowMs()).Run());
+  const std::string body = c.SerializeAsString();
+  CAKE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("INSERT OR IGNORE INTO contracts(id, name, body, "
+                                             "created_ms, body_sha256) VALUES (?, ?, ?, ?, ?)"));
+  CAKE_RETURN_IF_ERROR(s.Bind(1, id)
+                           .Bind(2, c.name())
+                           .BindBlob(3, body)
+                           .Bind(4, NowMs())
+                           .Bind(5, base::Sha256Hex(body))
+                           .Run());
   return db_->Changes() == 0;
 }
 
 absl::StatusOr<contract::Contract> Ledger::GetContract(const std::string& id) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  CAKE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("SELECT body FROM contracts WHERE id = ?"));
+  CAKE_ASSIGN_OR_RETURN(Stmt s,
+                        db_->Prepare("SELECT body, body_sha256 FROM contracts WHERE id = ?"));
   s.Bind(1, id);
   if (!s.Step()) {
     CAKE_RETURN_IF_ERROR(s.status());
     return absl::NotFoundError(absl::StrCat("no contract '", id, "'"));
   }
-  contract::Contract c;
-  if (!c.ParseFromString(s.Blob(0))) return absl::DataLossError("contract body does not parse");
-  return c;
+  return VerifiedContract(id, s.Blob(0), s.Text(1));
 }
 
-absl::StatusOr<std::vector<std::pair<std::string, contract::Contract>>> Ledger::ListContracts() {
+absl::StatusOr<std::vector<std::pair<std::string, contract::Contract>>> Ledger::ListContracts(
+    std::vector<std::string>* corrupt) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  CAKE_ASSIGN_OR_RETURN(Stmt s,
-                        db_->Prepare("SELECT id, body FROM contracts ORDER BY created_ms, id"));
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt s, db_->Prepare("SELECT id, body, body_sha256 FROM contracts ORDER BY created_ms, id"));
   std::vector<std::pair<std::string, contract::Contract>> out;
   while (s.Step()) {
-    contract::Contract c;
-    c.ParseFromString(s.Blob(1));
-    out.emplace_back(s.Text(0), c);
+    auto c = VerifiedContract(s.Text(0), s.Blob(1), s.Text(2));
+    if (c.ok()) {
+      out.emplace_back(s.Text(0), *std::move(c));
+    } else if (corrupt != nullptr) {
+      corrupt->push_back(s.Text(0));
+    }
   }
   CAKE_RETURN_IF_ERROR(s.status());
   return out;
@@ -383,6 +490,27 @@ absl::StatusOr<std::string> Ledger::CandidateForKey(const std::string& idempoten
   if (s.Step()) return s.Text(0);
   CAKE_RETURN_IF_ERROR(s.status());
   return std::string();
+}
+
+absl::StatusOr<std::optional<std::pair<std::string, int64_t>>> Ledger::MeasureForKey(
+    const std::string& idempotency_key) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  CAKE_ASSIGN_OR_RETURN(Stmt s,
+                        db_->Prepare("SELECT candidate_id, job_id FROM measure_requests WHERE "
+                                     "idempotency_key = ?"));
+  s.Bind(1, idempotency_key);
+  if (s.Step()) return std::make_optional(std::make_pair(s.Text(0), s.Int(1)));
+  CAKE_RETURN_IF_ERROR(s.status());
+  return std::optional<std::pair<std::string, int64_t>>();
+}
+
+absl::Status Ledger::InsertMeasureRequest(const std::string& idempotency_key,
+                                          const std::string& candidate, int64_t job_id) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  CAKE_ASSIGN_OR_RETURN(Stmt s,
+                        db_->Prepare("INSERT INTO measure_requests(idempotency_key, "
+                                     "candidate_id, job_id, created_ms) VALUES (?, ?, ?, ?)"));
+  return s.Bind(1, idempotency_key).Bind(2, candidate).Bind(3, job_id).Bind(4, NowMs()).Run();
 }
 
 absl::Status Ledger::SetCandidateState(const std::string& id, evidence::CandidateState state,
@@ -614,23 +742,42 @@ absl::StatusOr<evidence::Candidate> Ledger::GetCandidate(const std::string& id) 
   return c;
 }
 
-absl::StatusOr<std::vector<evidence::Candidate>> Ledger::ListCandidates(
-    const std::string& contract_id, int limit) {
-  std::vector<std::string> ids;
+absl::StatusOr<Ledger::CandidatePage> Ledger::ListCandidates(const std::string& contract_id,
+                                                             int limit, int64_t before_seq) {
+  std::vector<std::pair<std::string, int64_t>> ids;
+  const int64_t want = limit > 0 ? limit : 1000;
   {
     std::lock_guard<std::recursive_mutex> lock(mu_);
-    CAKE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("SELECT id FROM candidates WHERE (? = '' OR "
-                                               "contract_id = ?) ORDER BY seq DESC LIMIT ?"));
-    s.Bind(1, contract_id).Bind(2, contract_id).Bind(3, limit > 0 ? limit : 1000);
-    while (s.Step()) ids.push_back(s.Text(0));
+    CAKE_ASSIGN_OR_RETURN(
+        Stmt s, db_->Prepare("SELECT id, seq FROM candidates WHERE (? = '' OR contract_id = ?) AND "
+                             "(? = 0 OR seq < ?) ORDER BY seq DESC LIMIT ?"));
+    s.Bind(1, contract_id).Bind(2, contract_id).Bind(3, before_seq).Bind(4, before_seq);
+    s.Bind(5, want + 1);  // one more tells whether another page exists
+    while (s.Step()) ids.emplace_back(s.Text(0), s.Int(1));
     CAKE_RETURN_IF_ERROR(s.status());
   }
-  std::vector<evidence::Candidate> out;
-  for (const std::string& id : ids) {
+  CandidatePage page;
+  page.more = static_cast<int64_t>(ids.size()) > want;
+  if (page.more) ids.pop_back();
+  for (const auto& [id, seq] : ids) {
     CAKE_ASSIGN_OR_RETURN(evidence::Candidate c, GetCandidate(id));
-    out.push_back(std::move(c));
+    page.candidates.push_back(std::move(c));
+    page.last_seq = seq;
   }
-  return out;
+  return page;
+}
+
+absl::StatusOr<std::vector<std::string>> Ledger::CandidatesInState(const std::string& contract_id,
+                                                                   evidence::CandidateState state) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt s,
+      db_->Prepare("SELECT id FROM candidates WHERE contract_id = ? AND state = ? ORDER BY seq"));
+  s.Bind(1, contract_id).Bind(2, static_cast<int64_t>(state));
+  std::vector<std::string> ids;
+  while (s.Step()) ids.push_back(s.Text(0));
+  CAKE_RETURN_IF_ERROR(s.status());
+  return ids;
 }
 
 absl::StatusOr<std::map<std::string, int64_t>> Ledger::CandidateCounts() {
@@ -702,9 +849,36 @@ absl::Status Ledger::MarkJobRunning(int64_t id, int64_t pid) {
   });
 }
 
+absl::Status Ledger::SetJobPid(int64_t id, int64_t pid) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  CAKE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("UPDATE jobs SET worker_pid = ? WHERE id = ?"));
+  return s.Bind(1, pid).Bind(2, id).Run();
+}
+
+absl::Status Ledger::RequeueAfterShutdown(int64_t id) {
+  return Atomically([&]() -> absl::Status {
+    CAKE_ASSIGN_OR_RETURN(Job j, GetJob(id));
+    if (j.state != JobState::kRunning) return absl::OkStatus();
+    CAKE_ASSIGN_OR_RETURN(
+        Stmt rec, db_->Prepare("INSERT OR IGNORE INTO job_attempts(job_id, attempt, outcome, "
+                               "error, finished_ms) VALUES (?, ?, 'SHUTDOWN', "
+                               "'killed by a graceful daemon stop', ?)"));
+    CAKE_RETURN_IF_ERROR(rec.Bind(1, id).Bind(2, j.attempt).Bind(3, NowMs()).Run());
+    CAKE_ASSIGN_OR_RETURN(
+        Stmt up, db_->Prepare("UPDATE jobs SET state = 'QUEUED', worker_pid = 0 WHERE id = ?"));
+    CAKE_RETURN_IF_ERROR(up.Bind(1, id).Run());
+    return AddEvent("job_requeued", j.candidate_id, id,
+                    absl::StrCat(j.kind, " job ", id, " stopped by the daemon's shutdown (attempt ",
+                                 j.attempt, "); re-queued"));
+  });
+}
+
 absl::Status Ledger::FinishJob(int64_t id, bool ok, const std::string& error) {
   return Atomically([&]() -> absl::Status {
     CAKE_ASSIGN_OR_RETURN(Job j, GetJob(id));
+    // A job ends once: finishing an already finished one (recovery gave up on it) records
+    // nothing more.
+    if (j.state == JobState::kDone || j.state == JobState::kFailed) return absl::OkStatus();
     CAKE_ASSIGN_OR_RETURN(
         Stmt rec,
         db_->Prepare("INSERT INTO job_attempts(job_id, attempt, outcome, error, finished_ms) "

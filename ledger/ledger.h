@@ -21,7 +21,15 @@
 //   measurements.invalid / invalid_reason         an invalid run is kept but never ranked
 //   measurement_samples.mode, cache, discarded, incumbent/challenger_sm_mhz, temperature_c,
 //     power_w, incumbent/challenger_span_us      (NULL where not read)
-// Opening a v1 ledger migrates it to v2 in one transaction.
+// Schema v3 adds:
+//   contracts.body_sha256                     checked on every read: a flipped bit is refused
+//   measure_requests(idempotency_key, candidate_id, job_id)  a retried Measure queues nothing
+//   write_probe(id, at_ms)                    written at open: a full disk refuses the start
+//   job_attempts.outcome 'SHUTDOWN'           killed by a graceful stop: re-queued, not counted
+// Opening an older ledger migrates it to v3 in one transaction.
+//
+// Values (requests, reports, record bodies) above kMaxBoundBytes (sqlite.h, 32 MiB) are refused
+// with RESOURCE_EXHAUSTED, whatever table they are for.
 //
 // Thread-safety: all methods are safe to call from any thread (one connection, serialized by a
 // mutex). Atomically() runs several calls in one IMMEDIATE transaction. Never carry a Ledger
@@ -47,7 +55,7 @@ namespace cake::ledger {
 class Db;
 
 inline constexpr int64_t kApplicationId = 0x43414B45;  // "CAKE"
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 enum class JobState { kQueued, kRunning, kDone, kFailed, kInterrupted };
 std::string JobStateName(JobState s);
@@ -72,9 +80,11 @@ struct Event {
 };
 
 struct RecoveryReport {
-  int requeued = 0;  // RUNNING jobs of an earlier boot put back in the queue
-  int failed = 0;    // ... that had used up their attempts
-  int queued = 0;    // jobs waiting in the queue after recovery
+  int requeued = 0;              // RUNNING jobs of an earlier boot put back in the queue
+  int failed = 0;                // ... that had used up their attempts
+  int queued = 0;                // jobs waiting in the queue after recovery
+  std::vector<Job> interrupted;  // every RUNNING job of an earlier boot (worker_pid as recorded)
+  std::vector<Job> gave_up;      // those marked FAILED: the caller settles their candidates
 };
 
 class Ledger {
@@ -85,16 +95,19 @@ class Ledger {
   ~Ledger();
 
   // Starts a boot: RUNNING jobs of earlier boots become INTERRUPTED, then are re-queued while
-  // attempts < max_attempts, else FAILED. Each is logged as an event.
+  // fewer than max_attempts of their attempts were interrupted by a crash (graceful shutdowns
+  // do not count), else FAILED. Each is logged as an event.
   absl::StatusOr<RecoveryReport> BeginBoot(const std::string& boot_id, int max_attempts);
 
   // Runs fn inside one IMMEDIATE transaction (nested calls join it).
   absl::Status Atomically(const std::function<absl::Status()>& fn);
 
-  // Contracts (immutable).
+  // Contracts (immutable; each read is checked against the digest stored with it: DataLoss).
   absl::StatusOr<bool> InsertContract(const std::string& id, const contract::Contract& c);
   absl::StatusOr<contract::Contract> GetContract(const std::string& id);
-  absl::StatusOr<std::vector<std::pair<std::string, contract::Contract>>> ListContracts();
+  // Every contract that passes its check; the ids of those that do not go to `corrupt`.
+  absl::StatusOr<std::vector<std::pair<std::string, contract::Contract>>> ListContracts(
+      std::vector<std::string>* corrupt = nullptr);
   absl::Status SetIncumbent(const std::string& contract_id, const std::string& candidate_id,
                             const std::string& reason);
   absl::StatusOr<std::string> Incumbent(const std::string& contract_id);  // "" if none
@@ -121,10 +134,24 @@ class Ledger {
   absl::StatusOr<std::vector<evidence::EvidenceRecord>> LatestEvidence(
       const std::string& candidate);
   absl::StatusOr<evidence::Candidate> GetCandidate(const std::string& id);
-  absl::StatusOr<std::vector<evidence::Candidate>> ListCandidates(const std::string& contract_id,
-                                                                  int limit);
+  // Newest first: up to `limit` candidates with seq < before_seq (0 = from the newest).
+  struct CandidatePage {
+    std::vector<evidence::Candidate> candidates;
+    int64_t last_seq = 0;  // seq of the last one returned
+    bool more = false;     // older candidates remain
+  };
+  absl::StatusOr<CandidatePage> ListCandidates(const std::string& contract_id, int limit,
+                                               int64_t before_seq = 0);
+  // Ids of a contract's candidates in `state`, oldest first.
+  absl::StatusOr<std::vector<std::string>> CandidatesInState(const std::string& contract_id,
+                                                             evidence::CandidateState state);
   absl::StatusOr<std::map<std::string, int64_t>> CandidateCounts();  // state name -> count
   absl::StatusOr<std::string> CandidateForKey(const std::string& idempotency_key);
+  // The measurement request an idempotency key queued: (candidate, job id), or nullopt.
+  absl::StatusOr<std::optional<std::pair<std::string, int64_t>>> MeasureForKey(
+      const std::string& idempotency_key);
+  absl::Status InsertMeasureRequest(const std::string& idempotency_key,
+                                    const std::string& candidate, int64_t job_id);
 
   // Jobs.
   absl::StatusOr<int64_t> EnqueueJob(const std::string& candidate, const std::string& kind,
@@ -133,6 +160,10 @@ class Ledger {
   absl::StatusOr<int64_t> CountJobs(JobState state);
   absl::StatusOr<Job> GetJob(int64_t id);
   absl::Status MarkJobRunning(int64_t id, int64_t pid);
+  absl::Status SetJobPid(int64_t id, int64_t pid);
+  // A RUNNING job killed by a graceful shutdown: its attempt is recorded as SHUTDOWN and the job
+  // goes back to the queue (not counted against max_attempts).
+  absl::Status RequeueAfterShutdown(int64_t id);
   absl::Status FinishJob(int64_t id, bool ok, const std::string& error);
   absl::StatusOr<std::vector<Job>> RecentFailedJobs(int limit);
 
@@ -146,6 +177,8 @@ class Ledger {
  private:
   Ledger() = default;
   absl::Status Migrate();
+  absl::Status MigrateToV3();
+  absl::Status ProbeWrite();
   std::recursive_mutex mu_;
   int depth_ = 0;  // Atomically() nesting, guarded by mu_
   std::unique_ptr<Db> db_;

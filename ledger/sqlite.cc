@@ -1,8 +1,45 @@
 #include "sqlite.h"
 
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 
 namespace cake::ledger {
+
+absl::Status StatusFor(int rc, std::string msg) {
+  // Extended result codes are on: the primary code is the low byte.
+  const int primary = rc & 0xff;
+  // A UNIQUE or PRIMARY KEY conflict is the "already exists" of a concurrent insert; other
+  // constraints (NOT NULL, triggers, foreign keys) mean the state must change first.
+  if (rc == SQLITE_CONSTRAINT_UNIQUE || rc == SQLITE_CONSTRAINT_PRIMARYKEY)
+    return absl::AlreadyExistsError(msg);
+  switch (primary) {
+    case SQLITE_CONSTRAINT:
+      return absl::FailedPreconditionError(msg);
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return absl::UnavailableError(msg);
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      return absl::DataLossError(msg);
+    case SQLITE_FULL:
+      return absl::ResourceExhaustedError(absl::StrCat("disk full: ", msg));
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_CANTOPEN:
+      return absl::FailedPreconditionError(msg);
+    default:
+      return absl::InternalError(msg);
+  }
+}
+
+Stmt& Stmt::Oversized(int i, size_t bytes) {
+  if (status_.ok())
+    status_ = absl::ResourceExhaustedError(absl::StrCat("value ", i, " is ", bytes,
+                                                        " bytes (the ledger stores at most ",
+                                                        kMaxBoundBytes, " per value)"));
+  return *this;
+}
 
 Stmt::~Stmt() {
   if (s_ != nullptr) sqlite3_finalize(s_);
@@ -15,6 +52,7 @@ Stmt& Stmt::Bind(int i, int64_t v) {
 }
 
 Stmt& Stmt::Bind(int i, absl::string_view text) {
+  if (text.size() > kMaxBoundBytes) return Oversized(i, text.size());
   if (sqlite3_bind_text(s_, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT) !=
           SQLITE_OK &&
       status_.ok())
@@ -23,6 +61,7 @@ Stmt& Stmt::Bind(int i, absl::string_view text) {
 }
 
 Stmt& Stmt::BindBlob(int i, absl::string_view bytes) {
+  if (bytes.size() > kMaxBoundBytes) return Oversized(i, bytes.size());
   if (sqlite3_bind_blob(s_, i, bytes.data(), static_cast<int>(bytes.size()), SQLITE_TRANSIENT) !=
           SQLITE_OK &&
       status_.ok())
@@ -45,14 +84,7 @@ bool Stmt::Step() {
   if (!status_.ok()) return false;
   const int rc = sqlite3_step(s_);
   if (rc == SQLITE_ROW) return true;
-  if (rc != SQLITE_DONE) {
-    const int ext = sqlite3_extended_errcode(db_);
-    std::string msg = absl::StrCat(sqlite3_errmsg(db_), " (", ext, ")");
-    status_ = (rc == SQLITE_CONSTRAINT)                       ? absl::FailedPreconditionError(msg)
-              : (rc == SQLITE_BUSY)                           ? absl::UnavailableError(msg)
-              : (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB) ? absl::DataLossError(msg)
-                                                              : absl::InternalError(msg);
-  }
+  if (rc != SQLITE_DONE) status_ = StatusFor(rc, absl::StrCat(sqlite3_errmsg(db_), " (", rc, ")"));
   return false;
 }
 
@@ -103,11 +135,7 @@ Db::~Db() {
 absl::StatusOr<Stmt> Db::Prepare(absl::string_view sql) {
   sqlite3_stmt* s = nullptr;
   const int rc = sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &s, nullptr);
-  if (rc != SQLITE_OK) {
-    if (rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT)
-      return absl::DataLossError(sqlite3_errmsg(db_));
-    return absl::InternalError(absl::StrCat(sqlite3_errmsg(db_), " in: ", sql));
-  }
+  if (rc != SQLITE_OK) return StatusFor(rc, absl::StrCat(sqlite3_errmsg(db_), " in: ", sql));
   return Stmt(db_, s);
 }
 
@@ -117,10 +145,12 @@ absl::Status Db::Exec(absl::string_view sql) {
   if (rc == SQLITE_OK) return absl::OkStatus();
   std::string msg = err ? err : sqlite3_errmsg(db_);
   sqlite3_free(err);
-  if (rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT) return absl::DataLossError(msg);
-  if (rc == SQLITE_BUSY) return absl::UnavailableError(msg);
-  if (rc == SQLITE_CONSTRAINT) return absl::FailedPreconditionError(msg);
-  return absl::InternalError(msg);
+  return StatusFor(rc, std::move(msg));
+}
+
+std::string Db::SystemError() const {
+  const int e = sqlite3_system_errno(db_);
+  return e == 0 ? "" : absl::StrCat(" (errno ", e, ": ", std::strerror(e), ")");
 }
 
 absl::Status Db::Error(absl::string_view what) const {

@@ -16,6 +16,14 @@ namespace cake::ledger {
 
 class Db;
 
+// No text or blob larger than this is bound: every stored value is bounded.
+inline constexpr size_t kMaxBoundBytes = 32 << 20;
+
+// The status of a SQLite result code (extended codes included): ALREADY_EXISTS for a UNIQUE or
+// PRIMARY KEY conflict, RESOURCE_EXHAUSTED for a full disk, FAILED_PRECONDITION for read-only or
+// permission errors, DATA_LOSS for corruption, UNAVAILABLE for busy, INTERNAL otherwise.
+absl::Status StatusFor(int rc, std::string msg);
+
 class Stmt {
  public:
   Stmt(Stmt&& o) noexcept : db_(o.db_), s_(o.s_) { o.s_ = nullptr; }
@@ -38,6 +46,7 @@ class Stmt {
  private:
   friend class Db;
   Stmt(sqlite3* db, sqlite3_stmt* s) : db_(db), s_(s) {}
+  Stmt& Oversized(int i, size_t bytes);
   sqlite3* db_;
   sqlite3_stmt* s_;
   absl::Status status_;
@@ -52,6 +61,8 @@ class Db {
   int64_t LastInsertId() const { return sqlite3_last_insert_rowid(db_); }
   int Changes() const { return sqlite3_changes(db_); }
   absl::Status Error(absl::string_view what) const;
+  // " (errno N: text)" of the last failed system call SQLite made, or "" when there was none.
+  std::string SystemError() const;
   sqlite3* raw() { return db_; }
 
  private:

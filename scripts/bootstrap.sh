@@ -10,6 +10,7 @@ debian_packages=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libabsl-dev libspdlog-dev libfmt-dev libsqlite3-dev sqlite3 libssl-dev
   libgtest-dev libgmock-dev libcli11-dev libsystemd-dev systemd nlohmann-json3-dev
+  libseccomp-dev
 )
 missing=()
 for p in "${debian_packages[@]}"; do

@@ -10,6 +10,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "base/digest.h"
+#include "base/files.h"
+#include "base/status_macros.h"
 
 namespace cake::server {
 namespace fs = std::filesystem;
@@ -17,34 +20,24 @@ namespace fs = std::filesystem;
 absl::StatusOr<TokenTable> TokenTable::LoadOrCreate(const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
+  if (ec) return absl::InternalError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
   ::chmod(dir.c_str(), 0700);
   TokenTable t;
   for (Role role : {Role::kOperator, Role::kAgent, Role::kCi}) {
     const fs::path path = fs::path(dir) / RoleName(role);
-    if (!fs::exists(path)) {
-      unsigned char raw[32];
-      std::ifstream urandom("/dev/urandom", std::ios::binary);
-      urandom.read(reinterpret_cast<char*>(raw), sizeof(raw));
-      if (!urandom) return absl::InternalError("cannot read /dev/urandom");
-      static constexpr char kHex[] = "0123456789abcdef";
-      std::string token;
-      for (unsigned char b : raw) {
-        token.push_back(kHex[b >> 4]);
-        token.push_back(kHex[b & 15]);
-      }
-      const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
-      if (fd < 0) return absl::InternalError(absl::StrCat("cannot create ", path.string()));
-      token.push_back('\n');
-      const bool ok = ::write(fd, token.data(), token.size()) == static_cast<ssize_t>(token.size());
-      ::close(fd);
-      if (!ok) return absl::InternalError(absl::StrCat("cannot write ", path.string()));
+    std::string text = base::ReadFileBytes(path);
+    // An empty file is what a crash or a full disk left behind an older, non-atomic writer:
+    // it never held a token, so a fresh one replaces it.
+    if (!fs::exists(path) || text.empty()) {
+      CAKE_ASSIGN_OR_RETURN(std::string raw, base::RandomBytes(32));
+      text = base::HexOf(raw) + "\n";
+      CAKE_RETURN_IF_ERROR(base::WriteFileAtomically(path, text, 0600));
     }
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    const std::string token(absl::StripAsciiWhitespace(s.str()));
+    const std::string token(absl::StripAsciiWhitespace(text));
     if (token.size() < 16)
-      return absl::FailedPreconditionError(absl::StrCat(path.string(), " holds no usable token"));
+      return absl::FailedPreconditionError(
+          absl::StrCat(path.string(), " holds no usable token (", token.size(),
+                       " bytes; at least 16 expected); delete it and a new one is made at start"));
     t.by_token_[token] = role;
   }
   return t;

@@ -14,6 +14,8 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/digest.h"
+#include "base/files.h"
 #include "config.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
@@ -39,6 +41,24 @@ std::string RandomHex(int bytes) {
     s.push_back(kHex[b & 15]);
   }
   return s;
+}
+
+// The secret of the keyed contract ids: 32 random bytes, created once, written atomically.
+absl::StatusOr<std::string> LoadOrCreateKey(const fs::path& path) {
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  ::chmod(path.parent_path().c_str(), 0700);
+  std::string key = cake::base::ReadFileBytes(path);
+  if (key.size() == 32) return key;
+  if (!key.empty() || (fs::exists(path, ec) && fs::file_size(path, ec) != 0))
+    return absl::FailedPreconditionError(absl::StrCat(
+        path.string(), " holds ", key.size(),
+        " bytes, not a 32-byte key; contract ids depend on "
+        "it, so it is not replaced: restore it, or remove it to start a new id space"));
+  auto fresh = cake::base::RandomBytes(32);
+  if (!fresh.ok()) return fresh.status();
+  if (absl::Status s = cake::base::WriteFileAtomically(path, *fresh, 0600); !s.ok()) return s;
+  return *fresh;
 }
 
 std::string SelfDir() {
@@ -92,12 +112,16 @@ int main(int argc, char** argv) {
   if (cfg.worker_path.empty()) cfg.worker_path = (fs::path(SelfDir()) / "cake-worker").string();
   if (cfg.cpu_workers < 1) cfg.cpu_workers = 1;
 
+  // Nothing caked creates is readable by others: the ledger holds held-out rows and cases.
+  ::umask(027);
   std::error_code ec;
   fs::create_directories(cfg.state_dir, ec);
   if (ec) {
     spdlog::critical("cannot create state directory {}: {}", cfg.state_dir, ec.message());
     return 1;
   }
+  cfg.state_dir = fs::absolute(cfg.state_dir).lexically_normal().string();
+  ::chmod(cfg.state_dir.c_str(), 0750);
   if (access(cfg.worker_path.c_str(), X_OK) != 0) {
     spdlog::critical("cake-worker not found or not executable at {} (use --worker)",
                      cfg.worker_path);
@@ -107,6 +131,18 @@ int main(int argc, char** argv) {
   auto ledger = cake::ledger::Ledger::Open(ledger_path);
   if (!ledger.ok()) {
     spdlog::critical("ledger: {}", std::string(ledger.status().message()));
+    return 1;
+  }
+  // A ledger from before the umask may be world-readable: it is tightened, with its WAL files.
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    const std::string f = ledger_path + suffix;
+    struct stat st;
+    if (::stat(f.c_str(), &st) == 0 && (st.st_mode & 0027) != 0)
+      ::chmod(f.c_str(), st.st_mode & 0750);
+  }
+  auto contract_key = LoadOrCreateKey(fs::path(cfg.state_dir) / "keys" / "contract-id");
+  if (!contract_key.ok()) {
+    spdlog::critical("keys: {}", std::string(contract_key.status().message()));
     return 1;
   }
   auto tokens =
@@ -132,8 +168,24 @@ int main(int argc, char** argv) {
   ocfg.compile_timeout = std::chrono::milliseconds(cfg.compile_timeout_ms);
   ocfg.gpu_timeout = std::chrono::milliseconds(cfg.gpu_timeout_ms);
   ocfg.probe_devices = cfg.use_gpu;
-  for (const char* pass : {"CAKE_NVCC", "CAKE_CUOBJDUMP", "CAKE_WORKER_FAULT_DIR", "CAKE_LIBCUDA"})
+  // Workers get an allow-listed environment, never the daemon's own.
+  ocfg.worker_env["PATH"] = getenv("PATH") ? getenv("PATH") : "/usr/local/bin:/usr/bin:/bin";
+  ocfg.worker_env["LANG"] = "C.UTF-8";
+  for (const char* pass :
+       {"CAKE_NVCC", "CAKE_CUOBJDUMP", "CAKE_COMPUTE_SANITIZER", "CAKE_WORKER_FAULT_DIR",
+        "CAKE_WORKER_TEST_HOOKS", "CAKE_LIBCUDA", "CAKE_LIBNVML", "LD_LIBRARY_PATH",
+        "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CUDA_HOME"})
     if (const char* v = getenv(pass)) ocfg.worker_env[pass] = v;
+  if (const char* faults = getenv("CAKE_WORKER_FAULT_DIR")) ocfg.worker_writable.push_back(faults);
+  ocfg.state_dir = cfg.state_dir;
+  ocfg.containment_scope = cake::base::Sha256Hex(cfg.state_dir).substr(0, 12);
+  ocfg.confine_workers = cfg.confine_workers;
+  ocfg.job_cgroups = cfg.job_containment == "auto";
+  ocfg.job_limits.memory_max_bytes = cfg.job_memory_max_bytes;
+  ocfg.job_limits.pids_max = cfg.job_pids_max;
+  ocfg.job_max_processes = cfg.job_pids_max;
+  ocfg.compile_address_space_bytes = cfg.compile_address_space_bytes;
+  ocfg.contract_id_key = *contract_key;
   cake::server::Orchestrator orch(ledger->get(), ocfg);
   const std::string boot_id = RandomHex(8);
   absl::Status started = orch.Start(boot_id);

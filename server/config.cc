@@ -47,10 +47,22 @@ absl::Status ApplyConfigFile(const std::string& path, DaemonConfig* c) {
       s = as_int(&c->compile_timeout_ms);
     else if (key == "gpu_timeout_ms")
       s = as_int(&c->gpu_timeout_ms);
-    else if (key == "use_gpu") {
+    else if (key == "job_containment") {
+      if (value != "auto" && value != "process_group")
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ":", n, ": job_containment is auto or process_group"));
+      c->job_containment = value;
+    } else if (key == "job_memory_max_bytes")
+      s = as_int(&c->job_memory_max_bytes);
+    else if (key == "job_pids_max")
+      s = as_int(&c->job_pids_max);
+    else if (key == "compile_address_space_bytes")
+      s = as_int(&c->compile_address_space_bytes);
+    else if (key == "use_gpu" || key == "confine_workers") {
       if (value != "true" && value != "false")
-        return absl::InvalidArgumentError(absl::StrCat(path, ":", n, ": use_gpu is true or false"));
-      c->use_gpu = value == "true";
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ":", n, ": ", key, " is true or false"));
+      (key == "use_gpu" ? c->use_gpu : c->confine_workers) = value == "true";
     } else {
       return absl::InvalidArgumentError(absl::StrCat(path, ":", n, ": unknown key '", key, "'"));
     }

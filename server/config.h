@@ -19,6 +19,11 @@ struct DaemonConfig {
   int64_t compile_timeout_ms = 300000;
   int64_t gpu_timeout_ms = 600000;
   bool use_gpu = true;
+  bool confine_workers = true;                       // the worker sandbox (landlock, seccomp, ...)
+  std::string job_containment = "auto";              // auto (cgroup v2 if possible) | process_group
+  int64_t job_memory_max_bytes = int64_t{16} << 30;  // memory.max per job, where delegated
+  int64_t job_pids_max = 512;                        // pids.max per job (or RLIMIT_NPROC headroom)
+  int64_t compile_address_space_bytes = int64_t{8} << 30;  // RLIMIT_AS of compile workers
 };
 
 // Applies `key = value` lines of `path` to `config`. InvalidArgument names the line.

@@ -1,32 +1,38 @@
 #include "orchestrator.h"
+#include "base/digest.h"
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
 #include <random>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
+#include "base/status_macros.h"
+#include "candidate_view.h"
 #include "compiler/canonical.h"
 #include "compiler/parse.h"
-#include "compiler/status_macros.h"
 #include "compiler/targets.h"
 #include "eligibility.h"
 #include "gpuqueue/nvml.h"
 #include "gpuqueue/sandbox.h"
 #include "gpuqueue/stopping.h"
+#include "request_limits.h"
 #include "spdlog/spdlog.h"
 #include "workloads/gemm_cases.h"
 
 namespace cake::server {
 namespace {
 
+namespace fs = std::filesystem;
+
 using evidence::CandidateState;
 
 bool IsGpuKind(const std::string& kind) {
   return kind == "validate" || kind == "sanitize" || kind == "measure" || kind == "regress";
-}
-
-std::string ContractId(const contract::Contract& c) {
-  return "ct-" +
-         compiler::Sha256Hex("cake-contract-v1\n" + compiler::DeterministicBytes(c)).substr(0, 16);
 }
 
 uint64_t FreshSeed() {
@@ -74,34 +80,6 @@ absl::Status CheckContract(const contract::Contract& c) {
   return absl::OkStatus();
 }
 
-contract::Contract AgentView(contract::Contract c) {
-  // Held-out rows and cases are validated but never shown to agents.
-  auto* rows = c.mutable_rows();
-  for (int i = rows->size() - 1; i >= 0; --i)
-    if ((*rows)[i].held_out()) rows->DeleteSubrange(i, 1);
-  auto* cases = c.mutable_validation()->mutable_cases();
-  for (int i = cases->size() - 1; i >= 0; --i)
-    if ((*cases)[i].held_out()) cases->DeleteSubrange(i, 1);
-  if (c.validation().ByteSizeLong() == 0) c.clear_validation();
-  return c;
-}
-
-// Names of the rows and cases agents never see.
-std::set<std::string> HiddenNames(const contract::Contract& c) {
-  std::set<std::string> hidden;
-  for (const auto& r : c.rows())
-    if (r.held_out()) hidden.insert(r.name());
-  for (const auto& vc : c.validation().cases())
-    if (vc.held_out()) hidden.insert(vc.name());
-  return hidden;
-}
-
-void HideCases(google::protobuf::RepeatedPtrField<evidence::RowCheck>* cases,
-               const std::set<std::string>& hidden) {
-  for (int i = cases->size() - 1; i >= 0; --i)
-    if (hidden.count((*cases)[i].row())) cases->DeleteSubrange(i, 1);
-}
-
 }  // namespace
 
 std::string RoleName(Role r) {
@@ -121,10 +99,44 @@ Orchestrator::Orchestrator(ledger::Ledger* ledger, OrchestratorConfig config)
 
 Orchestrator::~Orchestrator() { Stop(); }
 
+std::string Orchestrator::ContractId(const contract::Contract& c) const {
+  // Keyed: an agent that guesses a held-out row cannot confirm it against the public id.
+  return "ct-" + base::HmacSha256Hex(config_.contract_id_key,
+                                     "cake-contract-v2\n" + compiler::DeterministicBytes(c))
+                     .substr(0, 16);
+}
+
 absl::Status Orchestrator::Start(const std::string& boot_id) {
   boot_id_ = boot_id;
-  CAKE_ASSIGN_OR_RETURN(ledger::RecoveryReport rec,
-                        ledger_->BeginBoot(boot_id, config_.max_attempts));
+  containment_ = gpuqueue::Containment::Create(
+      config_.containment_scope.empty() ? "default" : config_.containment_scope, config_.job_limits,
+      config_.job_cgroups);
+  sandbox_note_ = config_.confine_workers ? gpuqueue::DescribeSandboxSupport()
+                                          : "workers are not confined (confine_workers = false)";
+  spdlog::info("job containment: {}", containment_->Describe());
+  spdlog::info("worker sandbox: {}", sandbox_note_);
+  // What a dead boot left running dies before its job is re-queued beside it.
+  const int leftovers = containment_->KillLeftovers();
+  if (leftovers > 0) spdlog::warn("killed {} process(es) left by an earlier boot", leftovers);
+  ledger::RecoveryReport rec;
+  CAKE_RETURN_IF_ERROR(ledger_->Atomically([&]() -> absl::Status {
+    CAKE_ASSIGN_OR_RETURN(rec, ledger_->BeginBoot(boot_id, config_.max_attempts));
+    // A job out of attempts settles its candidate in the same transaction: none is left
+    // PROPOSED with no job and no note.
+    for (const ledger::Job& j : rec.gave_up) CAKE_RETURN_IF_ERROR(OnJobFailed(j, j.error));
+    return absl::OkStatus();
+  }));
+  // Without cgroups, a worker of a dead boot is found by its recorded pid: its own group.
+  for (const ledger::Job& j : rec.interrupted)
+    if (j.worker_pid > 0 && getpgid(static_cast<pid_t>(j.worker_pid)) == j.worker_pid) {
+      std::error_code ec;
+      const auto exe = fs::read_symlink(absl::StrCat("/proc/", j.worker_pid, "/exe"), ec);
+      if (!ec && fs::equivalent(exe, config_.worker_path, ec)) {
+        ::kill(-static_cast<pid_t>(j.worker_pid), SIGKILL);
+        spdlog::warn("killed the process group of job {}'s worker {} (an earlier boot's)", j.id,
+                     j.worker_pid);
+      }
+    }
   spdlog::info("ledger recovered: {} job(s) re-queued, {} failed, {} queued", rec.requeued,
                rec.failed, rec.queued);
   // Device discovery runs in a worker: this process never initializes CUDA.
@@ -156,9 +168,39 @@ void Orchestrator::Stop() {
     stopping_ = true;
   }
   cv_.notify_all();
+  // Running jobs do not get to finish: their trees are killed and their jobs re-queued, so a
+  // stop takes seconds whatever the GPU is doing.
+  if (containment_) containment_->KillAll();
   for (std::thread& t : lanes_)
     if (t.joinable()) t.join();
   lanes_.clear();
+}
+
+gpuqueue::SandboxOptions Orchestrator::WorkerOptions(const std::string& job_name, bool gpu,
+                                                     std::chrono::milliseconds timeout) {
+  gpuqueue::SandboxOptions opts;
+  opts.worker_path = config_.worker_path;
+  opts.timeout = timeout;
+  opts.env = config_.worker_env;
+  opts.containment = containment_.get();
+  opts.job_name = job_name;
+  if (config_.confine_workers && !config_.state_dir.empty()) {
+    gpuqueue::SandboxSpec spec;
+    spec.job_dir = (fs::path(config_.state_dir) / "work" / job_name).string();
+    spec.writable = config_.worker_writable;
+    spec.writable.push_back(config_.store_root);
+    spec.protected_dirs = {config_.state_dir};
+    spec.gpu = gpu;
+    spec.cpu_seconds =
+        std::chrono::duration_cast<std::chrono::seconds>(timeout) + std::chrono::seconds(10);
+    spec.address_space_bytes = gpu ? 0 : config_.compile_address_space_bytes;
+    spec.file_size_bytes = config_.job_file_size_bytes;
+    // A fork bomb is bounded by pids.max where delegated, else by RLIMIT_NPROC.
+    if (!containment_->bounds_processes()) spec.max_processes = config_.job_max_processes;
+    opts.env["CUDA_CACHE_PATH"] = (fs::path(spec.job_dir) / "cuda-cache").string();
+    opts.confine = spec;
+  }
+  return opts;
 }
 
 void Orchestrator::Wake() { cv_.notify_all(); }
@@ -218,35 +260,49 @@ void Orchestrator::WaitForForeignProcesses() {
 void Orchestrator::RunJob(const ledger::Job& job, bool gpu) {
   worker::Request request;
   if (!request.ParseFromString(job.request)) {
-    (void)ledger_->FinishJob(job.id, false, "stored request does not parse");
+    if (ledger_->MarkJobRunning(job.id, 0).ok())
+      (void)OnJobFailed(job, "stored request does not parse");
     return;
   }
   if (gpu) WaitForForeignProcesses();
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
     if (gpu) gpu_state_ = "busy";
   }
-  request.set_attempt(job.attempt + 1);
-  gpuqueue::SandboxOptions opts;
-  opts.worker_path = config_.worker_path;
-  opts.timeout = gpu ? config_.gpu_timeout : config_.compile_timeout;
+  const int attempt = job.attempt + 1;
+  request.set_attempt(attempt);
+  std::chrono::milliseconds timeout = gpu ? config_.gpu_timeout : config_.compile_timeout;
   if (request.has_sanitize()) {
     // Each tool runs under its own limit; the job may take all of them.
     const auto policy = workloads::EffectivePolicy(request.sanitize().contract());
     const int per_tool = policy.sanitizer_timeout_s() > 0 ? policy.sanitizer_timeout_s() : 300;
-    opts.timeout = std::max<std::chrono::milliseconds>(
-        opts.timeout, std::chrono::seconds(per_tool * request.sanitize().tools_size() + 60));
+    timeout = std::max<std::chrono::milliseconds>(
+        timeout, std::chrono::seconds(per_tool * request.sanitize().tools_size() + 60));
   }
-  opts.env = config_.worker_env;
-  int64_t pid_seen = 0;
+  gpuqueue::SandboxOptions opts =
+      WorkerOptions(absl::StrCat("job-", job.id, "-a", attempt), gpu, timeout);
   absl::Status marked = ledger_->MarkJobRunning(job.id, 0);
   if (!marked.ok()) return;  // someone else took it
-  opts.on_start = [&](int pid) { pid_seen = pid; };
+  opts.on_start = [&](int pid) {
+    // Recorded so a later boot can find this worker's group when cgroups are not in force.
+    if (absl::Status st = ledger_->SetJobPid(job.id, pid); !st.ok())
+      spdlog::warn("job {}: recording worker pid {} failed: {}", job.id, pid, st.ToString());
+  };
   spdlog::info("job {} ({}, candidate {}) started", job.id, job.kind, job.candidate_id);
   auto reply = gpuqueue::RunInWorker(request, opts);
+  bool stopping = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (gpu) gpu_state_ = "idle";
+    stopping = stopping_;
+  }
+  if (stopping && !reply.ok()) {
+    // Killed by the shutdown, not failed: the job runs again after the restart.
+    absl::Status rq = ledger_->RequeueAfterShutdown(job.id);
+    spdlog::info("job {} ({}) stopped by the shutdown; {}", job.id, job.kind,
+                 rq.ok() ? "re-queued" : rq.ToString());
+    return;
   }
   absl::Status s;
   if (!reply.ok()) {
@@ -263,8 +319,18 @@ void Orchestrator::RunJob(const ledger::Job& job, bool gpu) {
     s = OnMeasured(job, *reply);
   } else if (job.kind == "regress") {
     s = OnRegressed(job, *reply);
+  } else {
+    s = OnJobFailed(job, absl::StrCat("unknown job kind '", job.kind, "'"));
   }
-  if (!s.ok()) spdlog::error("job {}: recording its result failed: {}", job.id, s.ToString());
+  if (!s.ok()) {
+    // The result could not be recorded (too large, a ledger error): the job still ends, as a
+    // failure with that reason, so its candidate is not left waiting for it.
+    spdlog::error("job {}: recording its result failed: {}", job.id, s.ToString());
+    if (absl::Status f =
+            OnJobFailed(job, absl::StrCat("recording the result failed: ", s.message()));
+        !f.ok())
+      spdlog::error("job {}: recording the failure failed too: {}", job.id, f.ToString());
+  }
   spdlog::info("job {} ({}) finished{}", job.id, job.kind,
                reply.ok() && reply->ok()
                    ? ""
@@ -279,11 +345,7 @@ absl::StatusOr<worker::Reply> Orchestrator::RunProbe(const std::string& job_id) 
   worker::Request probe;
   probe.set_job_id(job_id);
   probe.mutable_probe();
-  gpuqueue::SandboxOptions opts;
-  opts.worker_path = config_.worker_path;
-  opts.timeout = std::chrono::seconds(60);
-  opts.env = config_.worker_env;
-  return gpuqueue::RunInWorker(probe, opts);
+  return gpuqueue::RunInWorker(probe, WorkerOptions(job_id, true, std::chrono::seconds(60)));
 }
 
 void Orchestrator::ProbeDevice(const ledger::Job& after) {
@@ -476,7 +538,7 @@ absl::StatusOr<service::GetContractReply> Orchestrator::GetContract(const std::s
   CAKE_ASSIGN_OR_RETURN(contract::Contract c, ledger_->GetContract(id));
   service::GetContractReply reply;
   reply.set_contract_id(id);
-  *reply.mutable_contract() = role == Role::kAgent ? AgentView(c) : c;
+  *reply.mutable_contract() = role == Role::kAgent ? AgentContractView(c) : c;
   CAKE_ASSIGN_OR_RETURN(std::string inc, ledger_->Incumbent(id));
   reply.set_incumbent(inc);
   return reply;
@@ -484,28 +546,15 @@ absl::StatusOr<service::GetContractReply> Orchestrator::GetContract(const std::s
 
 absl::StatusOr<service::ProposeReply> Orchestrator::Propose(const service::ProposeRequest& req,
                                                             Role role) {
+  CAKE_RETURN_IF_ERROR(CheckIdempotencyKey(req.idempotency_key()));
   CAKE_ASSIGN_OR_RETURN(contract::Contract c, ledger_->GetContract(req.contract_id()));
   auto parsed = compiler::ParseModuleText(req.schedule_text(), "schedule.textproto");
   if (!parsed.ok()) return absl::InvalidArgumentError(parsed.status().message());
+  if (parsed->module.kernels().empty())
+    return absl::InvalidArgumentError(
+        "schedule.textproto:1:1: the schedule declares no kernel; an empty schedule is not a "
+        "candidate");
   const std::string hash = compiler::ScheduleHash(parsed->module);
-  if (!req.idempotency_key().empty()) {
-    CAKE_ASSIGN_OR_RETURN(std::string prior, ledger_->CandidateForKey(req.idempotency_key()));
-    if (!prior.empty()) {
-      CAKE_ASSIGN_OR_RETURN(evidence::Candidate pc, ledger_->GetCandidate(prior));
-      if (pc.schedule_hash() != hash || pc.contract_id() != req.contract_id())
-        return absl::AlreadyExistsError(absl::StrCat("idempotency key '", req.idempotency_key(),
-                                                     "' was used for another proposal"));
-      service::ProposeReply reply;
-      reply.set_candidate_id(prior);
-      reply.set_duplicate(true);
-      reply.set_state(pc.state());
-      return reply;
-    }
-  }
-  CAKE_ASSIGN_OR_RETURN(int64_t queued, ledger_->CountJobs(ledger::JobState::kQueued));
-  if (queued >= config_.max_queue)
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "job queue is full (", queued, " queued, limit ", config_.max_queue, "); retry later"));
   evidence::Candidate cand;
   cand.set_contract_id(req.contract_id());
   cand.set_schedule_hash(hash);
@@ -515,12 +564,29 @@ absl::StatusOr<service::ProposeReply> Orchestrator::Propose(const service::Propo
   cand.set_created_unix_ms(ledger::NowMs());
   if (req.has_hypothesis()) *cand.mutable_hypothesis() = req.hypothesis();
   service::ProposeReply reply;
+  // The key lookup, the queue check and the insert are one transaction: concurrent proposals
+  // with one key see each other (the second gets the first's candidate or ALREADY_EXISTS).
   absl::Status st = ledger_->Atomically([&]() -> absl::Status {
+    if (!req.idempotency_key().empty()) {
+      CAKE_ASSIGN_OR_RETURN(std::string prior, ledger_->CandidateForKey(req.idempotency_key()));
+      if (!prior.empty()) {
+        CAKE_ASSIGN_OR_RETURN(evidence::Candidate pc, ledger_->GetCandidate(prior));
+        if (pc.schedule_hash() != hash || pc.contract_id() != req.contract_id())
+          return absl::AlreadyExistsError(absl::StrCat("idempotency key '", req.idempotency_key(),
+                                                       "' was used for another proposal"));
+        reply.set_candidate_id(prior);
+        reply.set_duplicate(true);
+        return absl::OkStatus();
+      }
+    }
+    CAKE_ASSIGN_OR_RETURN(int64_t queued, ledger_->CountJobs(ledger::JobState::kQueued));
+    if (queued >= config_.max_queue)
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "job queue is full (", queued, " queued, limit ", config_.max_queue, "); retry later"));
     CAKE_ASSIGN_OR_RETURN(ledger::Ledger::Inserted ins,
                           ledger_->InsertCandidate(cand, req.idempotency_key()));
     reply.set_candidate_id(ins.id);
     reply.set_duplicate(ins.existed);
-    reply.set_state(evidence::PROPOSED);
     if (ins.existed) return absl::OkStatus();
     worker::Request wr;
     wr.set_job_id(absl::StrCat("compile-", ins.id));
@@ -532,11 +598,8 @@ absl::StatusOr<service::ProposeReply> Orchestrator::Propose(const service::Propo
     return ledger_->EnqueueJob(ins.id, "compile", wr.SerializeAsString()).status();
   });
   if (!st.ok()) return st;
-  if (reply.duplicate()) {
-    CAKE_ASSIGN_OR_RETURN(evidence::Candidate existing,
-                          ledger_->GetCandidate(reply.candidate_id()));
-    reply.set_state(existing.state());
-  }
+  CAKE_ASSIGN_OR_RETURN(evidence::Candidate now, ledger_->GetCandidate(reply.candidate_id()));
+  reply.set_state(now.state());
   Wake();
   return reply;
 }
@@ -545,35 +608,39 @@ absl::StatusOr<evidence::Candidate> Orchestrator::GetCandidate(const std::string
   CAKE_ASSIGN_OR_RETURN(evidence::Candidate c, ledger_->GetCandidate(id));
   CAKE_ASSIGN_OR_RETURN(contract::Contract ct, ledger_->GetContract(c.contract_id()));
   *c.mutable_eligibility() = DeriveEligibility(ct, {c.evidence().begin(), c.evidence().end()});
-  if (role == Role::kAgent) {
-    // Held-out rows' and cases' checks are summarized (pass/fail counts), not shown.
-    const std::set<std::string> hidden = HiddenNames(ct);
-    HideCases(c.mutable_validation()->mutable_rows(), hidden);
-    for (auto* records : {c.mutable_validation()->mutable_records(), c.mutable_evidence()})
-      for (evidence::EvidenceRecord& r : *records) {
-        HideCases(r.mutable_cases(), hidden);
-        auto* names = r.mutable_coverage()->mutable_cases();
-        for (int i = names->size() - 1; i >= 0; --i)
-          if (hidden.count((*names)[i])) names->DeleteSubrange(i, 1);
-      }
-  }
+  if (role == Role::kAgent) HideHeldOutChecks(HiddenCaseNames(ct), &c);
   return c;
 }
 
-absl::StatusOr<std::vector<evidence::Candidate>> Orchestrator::ListCandidates(
-    const std::string& contract, int limit, Role role) {
-  CAKE_ASSIGN_OR_RETURN(std::vector<evidence::Candidate> all,
-                        ledger_->ListCandidates(contract, limit));
-  std::vector<evidence::Candidate> out;
-  for (const evidence::Candidate& c : all) {
-    CAKE_ASSIGN_OR_RETURN(evidence::Candidate v, GetCandidate(c.id(), role));
-    out.push_back(std::move(v));
+absl::StatusOr<service::ListCandidatesReply> Orchestrator::ListCandidates(
+    const service::ListCandidatesRequest& req, Role role) {
+  if (req.page_size() < 0 || req.page_size() > kMaxPageSize)
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_size ", req.page_size(), " is out of range (0-", kMaxPageSize, ")"));
+  int64_t before = 0;
+  if (!req.page_token().empty()) {
+    // The token is the seq of the last candidate of the previous page ("s<seq>").
+    absl::string_view t(req.page_token());
+    if (!absl::ConsumePrefix(&t, "s") || !absl::SimpleAtoi(t, &before) || before <= 0)
+      return absl::InvalidArgumentError(
+          absl::StrCat("page_token '", req.page_token(), "' is not one this server issued"));
   }
-  return out;
+  CAKE_ASSIGN_OR_RETURN(
+      ledger::Ledger::CandidatePage page,
+      ledger_->ListCandidates(req.contract_id(),
+                              req.page_size() > 0 ? req.page_size() : kDefaultPageSize, before));
+  service::ListCandidatesReply reply;
+  for (const evidence::Candidate& c : page.candidates) {
+    CAKE_ASSIGN_OR_RETURN(evidence::Candidate v, GetCandidate(c.id(), role));
+    *reply.add_candidates() = SummaryView(std::move(v));
+  }
+  if (page.more) reply.set_next_page_token(absl::StrCat("s", page.last_seq));
+  return reply;
 }
 
 absl::StatusOr<int64_t> Orchestrator::Measure(const std::string& candidate,
                                               const std::string& key) {
+  CAKE_RETURN_IF_ERROR(CheckIdempotencyKey(key));
   CAKE_ASSIGN_OR_RETURN(evidence::Candidate c, ledger_->GetCandidate(candidate));
   CAKE_ASSIGN_OR_RETURN(contract::Contract ct, ledger_->GetContract(c.contract_id()));
   // EVIDENCE-OF: DESIGN 7 "No timing enters a ranking from a failed numerical candidate".
@@ -588,8 +655,23 @@ absl::StatusOr<int64_t> Orchestrator::Measure(const std::string& candidate,
   if (incumbent.empty() || incumbent == candidate)
     return absl::FailedPreconditionError(
         absl::StrCat("candidate ", candidate, " is the incumbent; nothing to measure against"));
-  (void)key;
-  return EnqueueMeasure(candidate, incumbent, 0);
+  if (key.empty()) return EnqueueMeasure(candidate, incumbent, 0);
+  // The key and the job it queued are one transaction: a retried Measure gets the first job.
+  int64_t job_id = 0;
+  CAKE_RETURN_IF_ERROR(ledger_->Atomically([&]() -> absl::Status {
+    CAKE_ASSIGN_OR_RETURN(auto prior, ledger_->MeasureForKey(key));
+    if (prior) {
+      if (prior->first != candidate)
+        return absl::AlreadyExistsError(absl::StrCat("idempotency key '", key,
+                                                     "' was used to measure another candidate (",
+                                                     prior->first, ")"));
+      job_id = prior->second;
+      return absl::OkStatus();
+    }
+    CAKE_ASSIGN_OR_RETURN(job_id, EnqueueMeasure(candidate, incumbent, 0));
+    return ledger_->InsertMeasureRequest(key, candidate, job_id);
+  }));
+  return job_id;
 }
 
 absl::StatusOr<service::RegressReply> Orchestrator::Regress(const std::string& contract_id) {
@@ -610,6 +692,8 @@ absl::StatusOr<service::RegressReply> Orchestrator::Regress(const std::string& c
 absl::StatusOr<service::StatusReply> Orchestrator::Status() {
   service::StatusReply s;
   s.set_boot_id(boot_id_);
+  s.set_containment(containment_ ? containment_->Describe() : "not started");
+  s.set_worker_sandbox(sandbox_note_);
   s.set_execution_device(execution_device_);
   s.set_device_note(device_note_);
   {
@@ -624,7 +708,9 @@ absl::StatusOr<service::StatusReply> Orchestrator::Status() {
   CAKE_ASSIGN_OR_RETURN(int64_t running, ledger_->CountJobs(ledger::JobState::kRunning));
   s.set_queued_jobs(queued);
   s.set_running_jobs(running);
-  CAKE_ASSIGN_OR_RETURN(auto contracts, ledger_->ListContracts());
+  std::vector<std::string> corrupt;
+  CAKE_ASSIGN_OR_RETURN(auto contracts, ledger_->ListContracts(&corrupt));
+  for (const std::string& id : corrupt) s.add_corrupt_contracts(id);
   for (const auto& [id, c] : contracts) {
     service::ContractStatus* cs = s.add_contracts();
     cs->set_contract_id(id);
@@ -650,6 +736,9 @@ absl::StatusOr<service::StatusReply> Orchestrator::Status() {
 }
 
 absl::StatusOr<std::vector<ledger::Event>> Orchestrator::Events(int64_t after, int limit) {
+  if (limit < 0 || limit > kMaxEventsPerPage)
+    return absl::InvalidArgumentError(
+        absl::StrCat("limit ", limit, " is out of range (0-", kMaxEventsPerPage, ")"));
   return ledger_->EventsAfter(after, limit > 0 ? limit : 100);
 }
 

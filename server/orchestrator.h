@@ -27,9 +27,12 @@
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "cake/service.pb.h"
 #include "cake/worker.pb.h"
+#include "gpuqueue/containment.h"
+#include "gpuqueue/sandbox.h"
 #include "ledger/ledger.h"
 
 namespace cake::server {
@@ -42,8 +45,19 @@ struct OrchestratorConfig {
   int max_attempts = 3;     // re-queues of a job interrupted by a daemon restart
   std::chrono::milliseconds compile_timeout{std::chrono::minutes(5)};
   std::chrono::milliseconds gpu_timeout{std::chrono::minutes(10)};
-  std::map<std::string, std::string> worker_env;
-  bool probe_devices = true;  // false: never use a GPU (no execution device)
+  std::map<std::string, std::string> worker_env;  // the workers' whole environment
+  bool probe_devices = true;                      // false: never use a GPU (no execution device)
+  // Job containment and the worker sandbox (gpuqueue/containment.h, worker_sandbox.h).
+  std::string state_dir;           // protected from workers; holds work/ (job directories)
+  std::string containment_scope;   // names this daemon's job cgroups
+  bool confine_workers = true;     // Default: true (the worker sandbox)
+  bool job_cgroups = true;         // false: process-group containment only
+  gpuqueue::JobLimits job_limits;  // memory.max / pids.max where delegated
+  int64_t compile_address_space_bytes = int64_t{8} << 30;  // RLIMIT_AS of CPU jobs. Default: 8 GiB
+  int64_t job_file_size_bytes = int64_t{4} << 30;          // RLIMIT_FSIZE. Default: 4 GiB
+  int64_t job_max_processes = 512;           // RLIMIT_NPROC headroom without a pids controller
+  std::vector<std::string> worker_writable;  // extra read-write trees for workers (test hooks)
+  std::string contract_id_key;  // secret of the keyed contract ids (STATE_DIR/keys/contract-id)
 };
 
 enum class Role { kOperator, kAgent, kCi };
@@ -54,17 +68,20 @@ class Orchestrator {
   Orchestrator(ledger::Ledger* ledger, OrchestratorConfig config);
   ~Orchestrator();
 
-  // Recovers the ledger (interrupted jobs re-queued), probes devices in a worker, starts lanes.
+  // Kills what a dead boot left running (its job cgroups), recovers the ledger (interrupted jobs
+  // re-queued, jobs out of attempts failed with their candidates settled, in one transaction),
+  // probes devices in a worker, starts lanes.
   absl::Status Start(const std::string& boot_id);
-  // Stops taking jobs; waits for running jobs to finish (they keep their records).
+  // Stops taking jobs and kills the running ones' trees; their jobs go back to the queue
+  // (SHUTDOWN attempts, not counted against max_attempts). Returns within seconds.
   void Stop();
 
   absl::StatusOr<service::CreateContractReply> CreateContract(const contract::Contract& c);
   absl::StatusOr<service::GetContractReply> GetContract(const std::string& id, Role role);
   absl::StatusOr<service::ProposeReply> Propose(const service::ProposeRequest& req, Role role);
   absl::StatusOr<evidence::Candidate> GetCandidate(const std::string& id, Role role);
-  absl::StatusOr<std::vector<evidence::Candidate>> ListCandidates(const std::string& contract,
-                                                                  int limit, Role role);
+  absl::StatusOr<service::ListCandidatesReply> ListCandidates(
+      const service::ListCandidatesRequest& req, Role role);
   absl::StatusOr<int64_t> Measure(const std::string& candidate, const std::string& key);
   absl::StatusOr<service::RegressReply> Regress(const std::string& contract_id);
   absl::StatusOr<service::StatusReply> Status();
@@ -95,6 +112,10 @@ class Orchestrator {
   absl::StatusOr<worker::Reply> RunProbe(const std::string& job_id);
   void ProbeDevice(const ledger::Job& after);
   void Wake();
+  // The sandbox options of one job attempt.
+  gpuqueue::SandboxOptions WorkerOptions(const std::string& job_name, bool gpu,
+                                         std::chrono::milliseconds timeout);
+  std::string ContractId(const contract::Contract& c) const;
 
   ledger::Ledger* ledger_;
   OrchestratorConfig config_;
@@ -103,11 +124,14 @@ class Orchestrator {
   std::vector<std::string> devices_;
   std::string boot_id_;
 
+  std::unique_ptr<gpuqueue::Containment> containment_;
+  std::string sandbox_note_;
+
   std::mutex mu_;
   std::condition_variable cv_;
-  std::set<int64_t> claimed_;       // guarded by mu_: jobs a lane has taken
-  std::string gpu_state_ = "idle";  // guarded by mu_
-  bool stopping_ = false;           // guarded by mu_
+  std::set<int64_t> claimed_ ABSL_GUARDED_BY(mu_);  // jobs a lane has taken
+  std::string gpu_state_ ABSL_GUARDED_BY(mu_) = "idle";
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> lanes_;
 };
 

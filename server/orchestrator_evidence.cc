@@ -2,9 +2,9 @@
 // measurements judged, promotion decided. Split from orchestrator.cc (lanes, jobs, RPCs).
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "compiler/canonical.h"
 #include "compiler/parse.h"
-#include "compiler/status_macros.h"
 #include "eligibility.h"
 #include "gpuqueue/paired_verdict.h"
 #include "orchestrator.h"
@@ -97,12 +97,14 @@ absl::Status Orchestrator::Admit(const std::string& candidate) {
                                                   evidence::CANDIDATE_STATE_UNSPECIFIED,
                                                   "incumbent (baseline)"));
   // Candidates that became eligible before the baseline are measured against it now.
-  CAKE_ASSIGN_OR_RETURN(std::vector<evidence::Candidate> all,
-                        ledger_->ListCandidates(cand.contract_id(), 0));
-  for (const evidence::Candidate& other : all)
-    if (other.id() != candidate && other.state() == evidence::VALIDATED &&
-        DeriveEligibility(c, {other.evidence().begin(), other.evidence().end()}).eligible())
-      CAKE_RETURN_IF_ERROR(EnqueueMeasure(other.id(), candidate, 0).status());
+  CAKE_ASSIGN_OR_RETURN(std::vector<std::string> waiting,
+                        ledger_->CandidatesInState(cand.contract_id(), evidence::VALIDATED));
+  for (const std::string& id : waiting) {
+    if (id == candidate) continue;
+    CAKE_ASSIGN_OR_RETURN(evidence::Candidate other, ledger_->GetCandidate(id));
+    if (DeriveEligibility(c, {other.evidence().begin(), other.evidence().end()}).eligible())
+      CAKE_RETURN_IF_ERROR(EnqueueMeasure(id, candidate, 0).status());
+  }
   return absl::OkStatus();
 }
 

@@ -1,6 +1,7 @@
 #include "service.h"
 
 #include "absl/strings/str_cat.h"
+#include "request_limits.h"
 
 namespace cake::server {
 namespace {}  // namespace
@@ -24,9 +25,11 @@ absl::StatusOr<Role> CakeServiceImpl::Authorize(grpc::ServerContext* ctx,
       absl::StrCat("role '", RoleName(*role), "' may not call this method"));
 }
 
-#define CAKE_AUTHORIZE(var, ...)                        \
-  auto var##_or = Authorize(ctx, {__VA_ARGS__});        \
-  if (!var##_or.ok()) return ToGrpc(var##_or.status()); \
+// Authorizes the call, then refuses a request over any field limit before anything reads it.
+#define CAKE_AUTHORIZE(var, ...)                                                           \
+  auto var##_or = Authorize(ctx, {__VA_ARGS__});                                           \
+  if (!var##_or.ok()) return ToGrpc(var##_or.status());                                    \
+  if (absl::Status limits = CheckRequestLimits(*req); !limits.ok()) return ToGrpc(limits); \
   const Role var = *var##_or
 
 grpc::Status CakeServiceImpl::CreateContract(grpc::ServerContext* ctx,
@@ -73,9 +76,9 @@ grpc::Status CakeServiceImpl::ListCandidates(grpc::ServerContext* ctx,
                                              const service::ListCandidatesRequest* req,
                                              service::ListCandidatesReply* reply) {
   CAKE_AUTHORIZE(role, Role::kOperator, Role::kAgent, Role::kCi);
-  auto r = orch_->ListCandidates(req->contract_id(), req->limit(), role);
+  auto r = orch_->ListCandidates(*req, role);
   if (!r.ok()) return ToGrpc(r.status());
-  for (auto& c : *r) *reply->add_candidates() = std::move(c);
+  *reply = *std::move(r);
   return grpc::Status::OK;
 }
 
@@ -89,7 +92,7 @@ grpc::Status CakeServiceImpl::Measure(grpc::ServerContext* ctx, const service::M
   return grpc::Status::OK;
 }
 
-grpc::Status CakeServiceImpl::Status(grpc::ServerContext* ctx, const service::StatusRequest*,
+grpc::Status CakeServiceImpl::Status(grpc::ServerContext* ctx, const service::StatusRequest* req,
                                      service::StatusReply* reply) {
   CAKE_AUTHORIZE(role, Role::kOperator, Role::kAgent, Role::kCi);
   (void)role;

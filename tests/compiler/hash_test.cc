@@ -1,6 +1,7 @@
 // Canonical form and hash: the same schedule written two ways hashes the same, on every run and
 // machine (a golden value pins the canonical serialization); a changed decision changes it.
 #include <gtest/gtest.h>
+#include "base/digest.h"
 
 #include "compiler/canonical.h"
 #include "compiler/parse.h"
@@ -82,7 +83,7 @@ TEST(Hash, ChangedDecisionChangesTheHash) {
 // Golden values: the canonical serialization is part of the artifact identity. If this changes,
 // bump kCanonicalFormVersion and say why.
 TEST(Hash, GoldenHashesAreStableAcrossMachines) {
-  EXPECT_EQ(compiler::Sha256Hex("abc"),
+  EXPECT_EQ(base::Sha256Hex("abc"),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   EXPECT_EQ(HashOfText(kWritten),
             "6fd01a668531f54a13a07508cef8fbde421655c7f6053ffa53a7fa07e5ede096");

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include "base/digest.h"
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -94,7 +95,7 @@ inline absl::StatusOr<worker::KernelRef> CorpusKernel(const std::string& name, i
   r->set_target("sm_90");
   r->set_kernel_symbol("cake_corpus_gemm");
   r->set_artifact_dir(dir.string());
-  r->set_cubin_sha256(compiler::Sha256Hex(bytes.str()));
+  r->set_cubin_sha256(base::Sha256Hex(bytes.str()));
   r->set_threads_per_cta(256);
   r->set_tile_m(16);
   r->set_tile_n(16);

@@ -3,6 +3,7 @@
 // poisoned before every launch. Skips cleanly without a driver or an sm_90 device. When
 // $CAKE_EVIDENCE_DIR is set, writes hopper_witness.json there.
 #include <gtest/gtest.h>
+#include "base/digest.h"
 
 #include <chrono>
 #include <cstdlib>
@@ -93,7 +94,7 @@ class HopperWitness : public ::testing::Test {
     const report::LoweringReceipt& receipt = *compiled->receipt;
     ASSERT_EQ(receipt.outcome(), report::LoweringReceipt::PASS) << compiler::ToJson(receipt);
     const std::string cubin = ReadFile(fs::path(receipt.artifact_dir()) / "kernel.cubin");
-    ASSERT_EQ(compiler::Sha256Hex(cubin), receipt.cubin_sha256());
+    ASSERT_EQ(base::Sha256Hex(cubin), receipt.cubin_sha256());
     auto kernel = gpuqueue::GemmKernel::Load(*driver_, cubin, receipt);
     ASSERT_TRUE(kernel.ok()) << kernel.status();
 

@@ -2,6 +2,7 @@
 // real nvcc. The machine running them has no GPU, so candidates stop at Compiled with "no
 // execution device"; GPU stages are covered by the device runs under evidence/.
 #include <gtest/gtest.h>
+#include "base/digest.h"
 
 #include <fcntl.h>
 #include <sqlite3.h>
@@ -318,19 +319,19 @@ TEST_F(DaemonTest, RefusesForeignOrCorruptLedgerAndNeverOverwritesIt) {
               SQLITE_OK);
     sqlite3_close(raw);
   }
-  const std::string before = compiler::Sha256Hex(Daemon::Read(db));
+  const std::string before = base::Sha256Hex(Daemon::Read(db));
   Daemon d(state_);
   EXPECT_FALSE(d.Start());
   EXPECT_NE(WEXITSTATUS(d.exit_status()), 0);
   EXPECT_NE(d.Log().find("another application"), std::string::npos) << d.Log();
-  EXPECT_EQ(compiler::Sha256Hex(Daemon::Read(db)), before);
+  EXPECT_EQ(base::Sha256Hex(Daemon::Read(db)), before);
   // Not a database at all.
   std::ofstream(db, std::ios::trunc) << std::string(8192, 'Z');
-  const std::string garbage = compiler::Sha256Hex(Daemon::Read(db));
+  const std::string garbage = base::Sha256Hex(Daemon::Read(db));
   Daemon d2(state_);
   EXPECT_FALSE(d2.Start());
   EXPECT_NE(d2.Log().find("refusing"), std::string::npos) << d2.Log();
-  EXPECT_EQ(compiler::Sha256Hex(Daemon::Read(db)), garbage);
+  EXPECT_EQ(base::Sha256Hex(Daemon::Read(db)), garbage);
 }
 
 }  // namespace

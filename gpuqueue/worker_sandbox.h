@@ -1,0 +1,68 @@
+// The least a worker needs: what a job's child process may do beyond its cgroup. Prepared in the
+// daemon before fork (so the child only makes async-signal-safe calls) and applied, in order,
+// between fork and exec:
+//   1. join the job's cgroup (containment.h), when there is one;
+//   2. rlimits: CPU seconds, file size, no core files, processes (where no pids controller
+//      bounds them), address space for CPU jobs (RLIMIT_AS breaks CUDA's VA reservations, so GPU
+//      jobs are bounded by the cgroup's memory.max instead);
+//   3. no new privileges;
+//   4. Landlock (where the kernel has it): everything readable except the protected directories
+//      (the state directory: ledger, tokens, keys), writable only the job's directory and the
+//      artifact store, GPU device nodes openable only for GPU jobs, no TCP, no signals to or
+//      abstract sockets of processes outside the sandbox (ptrace and /proc/PID/mem of the daemon
+//      are out of reach as well);
+//   5. all capabilities dropped (bounding, inheritable, ambient, effective, permitted);
+//   6. a seccomp deny-list of what a compiler or a kernel launch never needs (ptrace, mount,
+//      namespaces, keyctl, bpf, module loading, ...): EPERM.
+// The environment is scrubbed to an allow-list by the caller (sandbox.cc). Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "base/subprocess.h"
+
+namespace cake::gpuqueue {
+
+struct SandboxSpec {
+  std::string job_dir;                      // read-write: cwd, HOME, TMPDIR
+  std::vector<std::string> writable;        // read-write trees (the artifact store)
+  std::vector<std::string> protected_dirs;  // nothing below is readable (but `writable`)
+  bool gpu = false;                         // GPU device nodes read-write
+  int cgroup_procs_fd = -1;                 // join this cgroup first (-1: none)
+  std::chrono::seconds cpu_seconds{0};      // RLIMIT_CPU; 0 = none
+  int64_t address_space_bytes = 0;          // RLIMIT_AS; 0 = none
+  int64_t file_size_bytes = 0;              // RLIMIT_FSIZE; 0 = none
+  int64_t max_processes = 0;                // RLIMIT_NPROC beyond the uid's current count; 0 = none
+};
+
+// The prepared steps and the descriptors they use (closed on destruction, after the fork).
+class PreparedSandbox {
+ public:
+  ~PreparedSandbox();
+  const std::vector<base::ChildStep>& steps() const { return steps_; }
+  // What is in force, e.g. "landlock ABI 7, seccomp deny-list, no capabilities, rlimits".
+  const std::string& description() const { return description_; }
+
+ private:
+  friend absl::StatusOr<std::unique_ptr<PreparedSandbox>> PrepareSandbox(const SandboxSpec&);
+  PreparedSandbox() = default;
+  std::vector<base::ChildStep> steps_;
+  std::string description_;
+  int landlock_fd_ = -1;
+  std::vector<unsigned char> bpf_;  // struct sock_filter[], from libseccomp
+  struct Limits;
+  std::unique_ptr<Limits> limits_;
+};
+
+absl::StatusOr<std::unique_ptr<PreparedSandbox>> PrepareSandbox(const SandboxSpec& spec);
+
+// The Landlock ABI version of this kernel (0 = none) and why, for status.
+int LandlockAbi();
+std::string DescribeSandboxSupport();
+
+}  // namespace cake::gpuqueue
