@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -50,6 +51,7 @@ void ChildFail(const char* what, int err) {
 }  // namespace
 
 std::string SubprocessResult::Describe() const {
+  if (!watchdog_reason.empty()) return absl::StrCat("killed: ", watchdog_reason);
   if (output_limit_exceeded) return "killed for writing more output than allowed";
   if (timed_out) return absl::StrFormat("timed out after %.1f s", wall_seconds);
   if (term_signal != 0) return absl::StrCat("killed by signal ", term_signal);
@@ -151,6 +153,7 @@ absl::StatusOr<SubprocessResult> RunSubprocess(const std::vector<std::string>& a
   }
   int out_fd = out_pipe[0], err_fd = err_pipe[0];
   const auto deadline = start + options.timeout;
+  auto next_watch = start;
   char buf[65536];
   // SIGPIPE on a child that closes stdin early must not kill us.
   struct sigaction ignore_pipe {
@@ -169,8 +172,17 @@ absl::StatusOr<SubprocessResult> RunSubprocess(const std::vector<std::string>& a
     if (in_fd >= 0) fds[n++] = {in_fd, POLLOUT, 0};
     if (out_fd >= 0) fds[n++] = {out_fd, POLLIN, 0};
     if (err_fd >= 0) fds[n++] = {err_fd, POLLIN, 0};
-    const int wait_ms = static_cast<int>(
+    if (options.watchdog && now >= next_watch) {
+      next_watch = now + std::chrono::milliseconds(50);
+      result.watchdog_reason = options.watchdog();
+      if (!result.watchdog_reason.empty()) {
+        kill_tree();
+        break;
+      }
+    }
+    int wait_ms = static_cast<int>(
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1);
+    if (options.watchdog) wait_ms = std::min(wait_ms, 50);
     if (poll(fds, n, wait_ms) < 0 && errno != EINTR) break;
     for (int i = 0; i < n; ++i) {
       if (fds[i].revents == 0) continue;
@@ -229,7 +241,8 @@ absl::StatusOr<SubprocessResult> RunSubprocess(const std::vector<std::string>& a
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result.term_signal = WTERMSIG(status);
-  if (!result.timed_out && !result.output_limit_exceeded && result.exit_code == 127 &&
+  if (!result.timed_out && !result.output_limit_exceeded && result.watchdog_reason.empty() &&
+      result.exit_code == 127 &&
       result.term_signal == 0 && result.stdout_bytes.empty() && result.stderr_bytes.empty())
     return absl::NotFoundError(absl::StrCat(argv[0], ": could not be executed"));
   return result;

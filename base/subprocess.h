@@ -42,6 +42,9 @@ struct SubprocessOptions {
   // Held from before fork until on_start returns, so whoever sweeps the parent's children under
   // the same lock always finds this child registered.
   std::mutex* spawn_lock = nullptr;
+  // Polled about every 50 ms while the child runs: a non-empty answer kills the tree and becomes
+  // SubprocessResult::watchdog_reason (e.g. too many processes where no pids.max bounds them).
+  std::function<std::string()> watchdog;
   // Kills everything the child started; called on timeout and output overflow. Default: SIGKILL
   // to the child's process group. A cgroup-contained caller kills its cgroup instead.
   std::function<void(int pid)> kill_tree;
@@ -52,12 +55,14 @@ struct SubprocessResult {
   int term_signal = 0;                 // signal that ended the child, 0 if it exited
   bool timed_out = false;              // the tree was killed because the timeout passed
   bool output_limit_exceeded = false;  // the tree was killed for writing too much to stdout
+  std::string watchdog_reason;         // the tree was killed by the watchdog, and why
   std::string stdout_bytes;
   std::string stderr_bytes;  // the tail, at most max_stderr_bytes
   double wall_seconds = 0;
 
   bool ok() const {
-    return !timed_out && !output_limit_exceeded && term_signal == 0 && exit_code == 0;
+    return !timed_out && !output_limit_exceeded && watchdog_reason.empty() && term_signal == 0 &&
+           exit_code == 0;
   }
   std::string Describe() const;  // "exit 1", "killed by signal 9", "timed out after 2.0 s"
 };

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -53,8 +54,11 @@ std::string Json(const google::protobuf::Message& m, bool pretty = true) {
   return out;
 }
 
+// Applied to every error text printed: no secret reaches a terminal or a CI log.
+std::function<std::string(std::string)> redact = [](std::string t) { return t; };
+
 int ExitFor(const grpc::Status& s) {
-  std::cerr << "cakectl: " << s.error_message() << " (" << s.error_code() << ")\n";
+  std::cerr << "cakectl: " << redact(s.error_message()) << " (" << s.error_code() << ")\n";
   switch (s.error_code()) {
     case grpc::StatusCode::UNAUTHENTICATED:
     case grpc::StatusCode::PERMISSION_DENIED:
@@ -78,9 +82,31 @@ class Client {
         grpc::CreateCustomChannel(g.server, grpc::InsecureChannelCredentials(), args));
     bool ok = false;
     token_ = std::string(absl::StripAsciiWhitespace(ReadFile(g.token_file, &ok)));
-    token_ok_ = ok && !token_.empty();
+    if (!ok || token_.empty()) {
+      token_problem_ = "cannot read a token from it";
+      return;
+    }
+    // gRPC aborts on a metadata value with a control byte: the token is checked first, and the
+    // complaint names the position, never the token.
+    for (size_t i = 0; i < token_.size(); ++i) {
+      const unsigned char c = static_cast<unsigned char>(token_[i]);
+      if (c < 0x21 || c > 0x7e) {
+        token_problem_ = absl::StrCat("byte ", i, " of the token is not printable ASCII; a "
+                                      "token is the 64 hex digits caked wrote");
+        token_.clear();
+        return;
+      }
+    }
   }
-  bool token_ok() const { return token_ok_; }
+  // Empty when the token is usable; otherwise what is wrong with the token file.
+  const std::string& token_problem() const { return token_problem_; }
+  // Removes the token from a message that might echo it (a server's or gRPC's error text).
+  std::string Redact(std::string text) const {
+    if (token_.empty()) return text;
+    for (size_t at = text.find(token_); at != std::string::npos; at = text.find(token_, at))
+      text.replace(at, token_.size(), "<token>");
+    return text;
+  }
   std::unique_ptr<grpc::ClientContext> Ctx(int seconds = 30) const {
     auto c = std::make_unique<grpc::ClientContext>();
     c->AddMetadata("authorization", "Bearer " + token_);
@@ -92,8 +118,26 @@ class Client {
  private:
   std::unique_ptr<svc::CakeService::Stub> stub_;
   std::string token_;
-  bool token_ok_ = false;
+  std::string token_problem_;
 };
+
+// Every page of the candidate list (summaries), newest first.
+grpc::Status ListAll(Client& client, const std::string& contract, svc::ListCandidatesReply* all) {
+  std::string token;
+  do {
+    svc::ListCandidatesRequest req;
+    req.set_contract_id(contract);
+    req.set_page_size(200);
+    req.set_page_token(token);
+    svc::ListCandidatesReply page;
+    auto ctx = client.Ctx(60);
+    grpc::Status s = client->ListCandidates(ctx.get(), req, &page);
+    if (!s.ok()) return s;
+    for (auto& c : *page.mutable_candidates()) *all->add_candidates() = std::move(c);
+    token = page.next_page_token();
+  } while (!token.empty());
+  return grpc::Status::OK;
+}
 
 bool Table(const Globals& g) {
   if (g.output == "json") return false;
@@ -270,11 +314,12 @@ int main(int argc, char** argv) {
   }
 
   Client client(g);
-  if (!client.token_ok()) {
-    std::cerr << "cakectl: cannot read a token from " << g.token_file
+  if (!client.token_problem().empty()) {
+    std::cerr << "cakectl: token file " << g.token_file << ": " << client.token_problem()
               << " (set --token-file or $CAKE_TOKEN_FILE)\n";
     return kAuth;
   }
+  redact = [&client](std::string text) { return client.Redact(std::move(text)); };
   const bool table = Table(g);
 
   if (report->parsed()) {
@@ -284,17 +329,23 @@ int main(int argc, char** argv) {
     auto ctx = client.Ctx();
     grpc::Status s = client->GetContract(ctx.get(), creq, &contract_reply);
     if (!s.ok()) return ExitFor(s);
-    svc::ListCandidatesRequest lreq;
-    lreq.set_contract_id(contract_id);
     svc::ListCandidatesReply list;
-    auto ctx2 = client.Ctx(120);
-    s = client->ListCandidates(ctx2.get(), lreq, &list);
+    s = ListAll(client, contract_id, &list);
     if (!s.ok()) return ExitFor(s);
     cake::clients::ReportInput in;
     in.contract_id = contract_id;
     in.contract = contract_reply.contract();
     in.incumbent = contract_reply.incumbent();
-    in.candidates.assign(list.candidates().begin(), list.candidates().end());
+    // Lists carry summaries; the report needs each candidate whole (raw samples included).
+    for (const ev::Candidate& summary : list.candidates()) {
+      svc::GetCandidateRequest greq;
+      greq.set_candidate_id(summary.id());
+      ev::Candidate full;
+      auto gctx = client.Ctx(60);
+      s = client->GetCandidate(gctx.get(), greq, &full);
+      if (!s.ok()) return ExitFor(s);
+      in.candidates.push_back(std::move(full));
+    }
     const std::time_t now = std::time(nullptr);
     char when[32];
     std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", std::gmtime(&now));
@@ -401,11 +452,8 @@ int main(int argc, char** argv) {
     return kOk;
   }
   if (candidates->parsed()) {
-    svc::ListCandidatesRequest req;
-    req.set_contract_id(contract_id);
     svc::ListCandidatesReply r;
-    auto ctx = client.Ctx();
-    grpc::Status s = client->ListCandidates(ctx.get(), req, &r);
+    grpc::Status s = ListAll(client, contract_id, &r);
     if (!s.ok()) return ExitFor(s);
     if (table)
       PrintCandidates(r);

@@ -73,6 +73,12 @@ bool WaitUnpopulated(const std::string& path, std::chrono::milliseconds timeout)
   const auto end = std::chrono::steady_clock::now() + timeout;
   while (Populated(path)) {
     if (std::chrono::steady_clock::now() >= end) return false;
+    // Orphans of the job reparent to the daemon (a subreaper) and stay in the cgroup as zombies
+    // until reaped: reap those that are ours. Members of this cgroup are never another job's.
+    for (pid_t p : PidsOf(path)) {
+      int status = 0;
+      (void)::waitpid(p, &status, WNOHANG);
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return true;
@@ -131,6 +137,8 @@ JobCgroup::~JobCgroup() {
 }
 
 void JobCgroup::Kill() const { KillCgroup(path_); }
+
+int JobCgroup::ProcessCount() const { return static_cast<int>(PidsOf(path_).size()); }
 
 bool JobCgroup::WaitEmpty(std::chrono::milliseconds timeout) const {
   return WaitUnpopulated(path_, timeout);
@@ -243,6 +251,37 @@ int Containment::KillLeftovers() {
     KillCgroup(path);
     WaitUnpopulated(path, std::chrono::seconds(5));
     ::rmdir(path.c_str());
+  }
+  SweepOrphans();
+  return killed;
+}
+
+int Containment::KillByWorkingDirectory(const std::vector<std::string>& dirs) {
+  std::vector<std::string> prefixes;
+  for (const std::string& d : dirs)
+    if (!d.empty()) prefixes.push_back(fs::path(d).lexically_normal().string() + "/");
+  int killed = 0;
+  // A few passes: a process may fork while it is being found.
+  for (int pass = 0; pass < 5; ++pass) {
+    int found = 0;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator("/proc", ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.empty() || name[0] < '1' || name[0] > '9') continue;
+      const pid_t pid = std::stoi(name);
+      if (pid == getpid()) continue;
+      std::error_code lec;
+      const std::string cwd = fs::read_symlink(e.path() / "cwd", lec).string();
+      bool inside = false;
+      for (const std::string& prefix : prefixes)
+        inside |= cwd.compare(0, prefix.size(), prefix) == 0;
+      if (lec || !inside) continue;
+      ::kill(pid, SIGKILL);
+      ++found;
+    }
+    killed += found;
+    if (found == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   SweepOrphans();
   return killed;

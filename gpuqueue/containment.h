@@ -23,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -47,6 +48,8 @@ class JobCgroup {
   int procs_fd() const { return procs_fd_; }
   // SIGKILLs every process in the cgroup (cgroup.kill, or each pid where that file is missing).
   void Kill() const;
+  // Processes in the cgroup now.
+  int ProcessCount() const;
   // True once no process is left (cgroup.events populated 0), polling until `timeout`.
   bool WaitEmpty(std::chrono::milliseconds timeout) const;
 
@@ -77,6 +80,11 @@ class Containment {
   // Kills every process in this scope's job cgroups (what a dead boot left) and removes them.
   // Returns how many processes were killed.
   int KillLeftovers();
+
+  // Kills every process whose working directory is below one of `dirs` (where job directories
+  // and the toolchain's scratch directories live): what a dead boot left when it ran without
+  // cgroups. Call before any job starts. Returns how many were killed.
+  int KillByWorkingDirectory(const std::vector<std::string>& dirs);
 
   // A worker started (in `cgroup`, "" in process-group mode) / ended: the orphan sweep never
   // touches a live worker, and KillAll reaches each one's tree.

@@ -1,6 +1,7 @@
 #include "sandbox.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -26,6 +27,19 @@ struct JobDir {
     fs::remove_all(path, ec);
   }
 };
+
+// Processes whose group is the worker's (the process-group fallback's count).
+int ProcessesInGroup(int pgid) {
+  if (pgid <= 0) return 0;
+  int n = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name[0] < '1' || name[0] > '9') continue;
+    if (::getpgid(std::stoi(name)) == pgid) ++n;
+  }
+  return n;
+}
 
 }  // namespace
 
@@ -86,6 +100,16 @@ absl::StatusOr<worker::Reply> RunInWorker(const worker::Request& request,
     if (cgroup) cgroup->Kill();
     ::kill(-pid, SIGKILL);
   };
+  if (options.max_processes > 0 &&
+      !(options.containment != nullptr && options.containment->bounds_processes())) {
+    const int limit = options.max_processes;
+    JobCgroup* group = cgroup.get();
+    sp.watchdog = [group, limit, &worker_pid]() -> std::string {
+      const int n = group != nullptr ? group->ProcessCount() : ProcessesInGroup(worker_pid);
+      if (n <= limit) return "";
+      return absl::StrCat("the job held ", n, " processes (limit ", limit, ")");
+    };
+  }
   auto run = base::RunSubprocess({options.worker_path}, sp);
   if (options.containment != nullptr) {
     if (worker_pid > 0) options.containment->WorkerEnded(worker_pid);
@@ -95,6 +119,9 @@ absl::StatusOr<worker::Reply> RunInWorker(const worker::Request& request,
   if (!run.ok())
     return absl::FailedPreconditionError(
         absl::StrCat("cannot start worker ", options.worker_path, ": ", run.status().message()));
+  if (!run->watchdog_reason.empty())
+    return absl::AbortedError(
+        absl::StrCat("worker ", run->watchdog_reason, "; its process tree was killed"));
   if (run->output_limit_exceeded)
     return absl::AbortedError(absl::StrCat("worker reply exceeded ", options.max_reply_bytes,
                                            " bytes; its process tree was killed"));

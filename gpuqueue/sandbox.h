@@ -34,6 +34,9 @@ struct SandboxOptions {
   std::string job_name;                // names the job's cgroup, e.g. "job-12-a1"
   std::optional<SandboxSpec> confine;  // the worker sandbox; job_dir is created and removed
   size_t max_reply_bytes = kMaxWorkerReplyBytes;
+  // Processes the job's tree may hold where no pids.max bounds it (the daemon counts them every
+  // 50 ms and kills the tree beyond); 0 = unbounded. RLIMIT_NPROC does not bind a root daemon.
+  int max_processes = 0;
 };
 
 // Ok(reply) when the worker answered (the reply may itself report a failed job); Aborted with

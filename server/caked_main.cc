@@ -242,8 +242,10 @@ int main(int argc, char** argv) {
   }
   sd_notify(0, "STOPPING=1");
   server->GetHealthCheckService()->SetServingStatus(false);
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  // Running jobs are killed and re-queued first (seconds, whatever the GPU is doing); then calls
+  // in flight get 2 s to finish. The whole stop stays far inside the unit's TimeoutStopSec.
   orch.Stop();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   spdlog::info("caked stopped");
   return 0;
 }

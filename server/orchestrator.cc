@@ -116,7 +116,15 @@ absl::Status Orchestrator::Start(const std::string& boot_id) {
   spdlog::info("job containment: {}", containment_->Describe());
   spdlog::info("worker sandbox: {}", sandbox_note_);
   // What a dead boot left running dies before its job is re-queued beside it.
-  const int leftovers = containment_->KillLeftovers();
+  // Without cgroups they are found by working directory: every worker runs in its job
+  // directory under STATE_DIR/work, nvcc in a scratch directory of the artifact store.
+  const int leftovers =
+      containment_->KillLeftovers() +
+      (config_.state_dir.empty()
+           ? 0
+           : containment_->KillByWorkingDirectory(
+                 {(fs::path(config_.state_dir) / "work").string(),
+                  (fs::path(config_.store_root) / "tmp").string()}));
   if (leftovers > 0) spdlog::warn("killed {} process(es) left by an earlier boot", leftovers);
   ledger::RecoveryReport rec;
   CAKE_RETURN_IF_ERROR(ledger_->Atomically([&]() -> absl::Status {
@@ -197,6 +205,7 @@ gpuqueue::SandboxOptions Orchestrator::WorkerOptions(const std::string& job_name
     spec.file_size_bytes = config_.job_file_size_bytes;
     // A fork bomb is bounded by pids.max where delegated, else by RLIMIT_NPROC.
     if (!containment_->bounds_processes()) spec.max_processes = config_.job_max_processes;
+    opts.max_processes = static_cast<int>(config_.job_max_processes);
     opts.env["CUDA_CACHE_PATH"] = (fs::path(spec.job_dir) / "cuda-cache").string();
     opts.confine = spec;
   }

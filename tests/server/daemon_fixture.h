@@ -2,6 +2,7 @@
 // integration tests: real daemon, real workers, real SQLite, real nvcc.
 #pragma once
 
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -26,7 +27,9 @@ namespace cake::testing {
 
 class Daemon {
  public:
-  explicit Daemon(std::filesystem::path state) : state_(std::move(state)) {}
+  explicit Daemon(std::filesystem::path state, std::string caked = CAKED_PATH,
+                  bool no_gpu = true)
+      : state_(std::move(state)), caked_(std::move(caked)), no_gpu_(no_gpu) {}
   ~Daemon() { Kill(); }
 
   const std::filesystem::path& state() const { return state_; }
@@ -34,7 +37,8 @@ class Daemon {
 
   // Starts caked with `extra` flags; waits until it listens. False if it exited instead.
   bool Start(const std::vector<std::string>& extra = {}, std::vector<std::string> env = {}) {
-    std::vector<std::string> args = {CAKED_PATH, "--state-dir", state_.string(), "--no-gpu"};
+    std::vector<std::string> args = {caked_, "--state-dir", state_.string()};
+    if (no_gpu_) args.push_back("--no-gpu");
     args.insert(args.end(), extra.begin(), extra.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
@@ -51,7 +55,7 @@ class Daemon {
     std::filesystem::remove(state_ / "caked.sock", ec);  // a killed daemon leaves its socket
     posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    const int rc = posix_spawn(&pid_, CAKED_PATH, &fa, nullptr, argv.data(), envp.data());
+    const int rc = posix_spawn(&pid_, caked_.c_str(), &fa, nullptr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) return false;
     for (int i = 0; i < 200; ++i) {
@@ -71,6 +75,7 @@ class Daemon {
     return false;
   }
 
+  pid_t pid() const { return pid_; }
   // SIGTERM and wait; returns the exit status.
   int Stop() {
     if (pid_ == 0) return exit_status_;
@@ -131,6 +136,8 @@ class Daemon {
         grpc::CreateCustomChannel(Address(), grpc::InsecureChannelCredentials(), args));
   }
   std::filesystem::path state_;
+  std::string caked_;
+  bool no_gpu_ = true;
   pid_t pid_ = 0;
   int exit_status_ = 0;
   std::unique_ptr<service::CakeService::Stub> stub_;

@@ -1,0 +1,49 @@
+// The short fault campaign in `make test`: a few dozen SIGKILLs, restarts mid-job and one round
+// of the hostile suite, under cgroup containment (where this machine allows it) and under the
+// process-group fallback. The long runs are cake-fault-campaign's (evidence/fault_campaign/).
+#include <gtest/gtest.h>
+
+#include "campaign.h"
+#include "tests/compiler/test_util.h"
+
+namespace cake {
+namespace {
+
+fault::CampaignOptions Short(bool process_group) {
+  fault::CampaignOptions o;
+  o.work = testing::FreshDir(process_group ? "fault_pg" : "fault_auto");
+  o.caked = CAKED_PATH;
+  o.worker = CAKE_WORKER_PATH;
+  o.hostile_worker = CAKE_HOSTILE_WORKER_PATH;
+  o.kills = 25;
+  o.restarts = 8;
+  o.process_group = process_group;
+  return o;
+}
+
+void Expect(const fault::CampaignResult& r) {
+  EXPECT_TRUE(r.ok()) << r.report.dump(2);
+  for (const std::string& f : r.failures) ADD_FAILURE() << f;
+}
+
+TEST(FaultCampaign, KillsLoseNothingAndLeaveNoOrphans) {
+  const auto r = fault::RunKillCampaign(Short(false));
+  Expect(r);
+  EXPECT_GT(r.report["proposals_acknowledged"].get<int>(), 0);
+  EXPECT_EQ(r.report["integrity_check_ok"].get<int>(), 25);
+}
+
+TEST(FaultCampaign, RestartsMidJobEndEveryJobOnce) {
+  const auto r = fault::RunRestartCampaign(Short(false));
+  Expect(r);
+  EXPECT_GT(r.report["restarts_with_a_job_running"].get<int>(), 0);
+}
+
+TEST(FaultCampaign, HostileWorkersAreContained) { Expect(fault::RunHostileSuite(Short(false))); }
+
+TEST(FaultCampaign, HostileWorkersAreContainedByTheProcessGroupFallback) {
+  Expect(fault::RunHostileSuite(Short(true)));
+}
+
+}  // namespace
+}  // namespace cake
