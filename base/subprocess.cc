@@ -242,8 +242,8 @@ absl::StatusOr<SubprocessResult> RunSubprocess(const std::vector<std::string>& a
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result.term_signal = WTERMSIG(status);
   if (!result.timed_out && !result.output_limit_exceeded && result.watchdog_reason.empty() &&
-      result.exit_code == 127 &&
-      result.term_signal == 0 && result.stdout_bytes.empty() && result.stderr_bytes.empty())
+      result.exit_code == 127 && result.term_signal == 0 && result.stdout_bytes.empty() &&
+      result.stderr_bytes.empty())
     return absl::NotFoundError(absl::StrCat(argv[0], ": could not be executed"));
   return result;
 }

@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <sstream>
 #include <thread>
@@ -91,7 +91,8 @@ class Client {
     for (size_t i = 0; i < token_.size(); ++i) {
       const unsigned char c = static_cast<unsigned char>(token_[i]);
       if (c < 0x21 || c > 0x7e) {
-        token_problem_ = absl::StrCat("byte ", i, " of the token is not printable ASCII; a "
+        token_problem_ = absl::StrCat("byte ", i,
+                                      " of the token is not printable ASCII; a "
                                       "token is the 64 hex digits caked wrote");
         token_.clear();
         return;

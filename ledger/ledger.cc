@@ -322,7 +322,9 @@ absl::StatusOr<RecoveryReport> Ledger::BeginBoot(const std::string& boot_id, int
       const int64_t crashes = n.Int(0);
       const bool retry = crashes < max_attempts;
       const std::string error =
-          retry ? "" : absl::StrCat("interrupted by ", crashes, " daemon crashes; giving up");
+          retry ? ""
+                : absl::StrCat("interrupted by daemon crashes in ", crashes, " of ", max_attempts,
+                               " allowed attempts; giving up");
       CAKE_ASSIGN_OR_RETURN(
           Stmt up,
           db_->Prepare("UPDATE jobs SET state = ?, error = ?, worker_pid = 0 WHERE id = ?"));

@@ -120,11 +120,10 @@ absl::Status Orchestrator::Start(const std::string& boot_id) {
   // directory under STATE_DIR/work, nvcc in a scratch directory of the artifact store.
   const int leftovers =
       containment_->KillLeftovers() +
-      (config_.state_dir.empty()
-           ? 0
-           : containment_->KillByWorkingDirectory(
-                 {(fs::path(config_.state_dir) / "work").string(),
-                  (fs::path(config_.store_root) / "tmp").string()}));
+      (config_.state_dir.empty() ? 0
+                                 : containment_->KillByWorkingDirectory(
+                                       {(fs::path(config_.state_dir) / "work").string(),
+                                        (fs::path(config_.store_root) / "tmp").string()}));
   if (leftovers > 0) spdlog::warn("killed {} process(es) left by an earlier boot", leftovers);
   ledger::RecoveryReport rec;
   CAKE_RETURN_IF_ERROR(ledger_->Atomically([&]() -> absl::Status {

@@ -127,7 +127,8 @@ std::vector<ProcInfo> Strays(const fs::path& state, pid_t ancestor, const std::s
     if (p.state == 'Z' || p.pid == getpid()) continue;
     const bool ours = absl::StartsWith(p.cwd, dir) || absl::StrContains(p.cmdline, dir + "/") ||
                       (!exe.empty() && p.exe == exe);
-    if (!ours || absl::StartsWith(p.exe, "/usr/bin/caked") || p.exe.find("/caked") != std::string::npos)
+    if (!ours || absl::StartsWith(p.exe, "/usr/bin/caked") ||
+        p.exe.find("/caked") != std::string::npos)
       continue;
     bool excused = false;
     for (pid_t q = p.ppid, hops = 0; q > 1 && hops < 64; q = parent[q], ++hops)
@@ -181,8 +182,8 @@ bool StartDaemon(Daemon& d, const fs::path& config, const std::vector<std::strin
     d.Kill();
   }
   const std::string log = d.Log();
-  r->failures.push_back(absl::StrCat(when, ": caked did not start: ",
-                                     log.size() > 600 ? log.substr(log.size() - 600) : log));
+  r->failures.push_back(absl::StrCat(
+      when, ": caked did not start: ", log.size() > 600 ? log.substr(log.size() - 600) : log));
   return false;
 }
 
@@ -244,8 +245,8 @@ CampaignResult RunKillCampaign(const CampaignOptions& o) {
     Daemon d(state, o.caked);
     const auto t0 = Clock::now();
     if (!StartDaemon(d, config, {}, &r, absl::StrCat("kill ", i))) break;
-    max_start_ms = std::max(
-        max_start_ms, std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    max_start_ms = std::max(max_start_ms,
+                            std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
     // What the dead boot left must be gone once the new one serves.
     const auto left = Strays(state, getpid());
     if (!left.empty()) {
@@ -313,8 +314,8 @@ CampaignResult RunKillCampaign(const CampaignOptions& o) {
     const int64_t s = StuckCandidates(l);
     if (s != 0) {
       stuck += s;
-      r.failures.push_back(absl::StrCat("after kill ", i, ": ", s,
-                                        " candidate(s) PROPOSED/ANALYZED without a job"));
+      r.failures.push_back(
+          absl::StrCat("after kill ", i, ": ", s, " candidate(s) PROPOSED/ANALYZED without a job"));
     }
     if (o.verbose && i % 50 == 0)
       std::fprintf(stderr, "kills: %d/%d, %zu acknowledged\n", i, o.kills, acked.size());
@@ -436,7 +437,7 @@ CampaignResult RunRestartCampaign(const CampaignOptions& o) {
   r.report["attempts_interrupted"] =
       l.Int("SELECT COUNT(*) FROM job_attempts WHERE outcome = 'INTERRUPTED'");
   r.report["jobs_failed_after_crashes"] =
-      l.Int("SELECT COUNT(*) FROM jobs WHERE error LIKE 'interrupted by%'");
+      l.Int("SELECT COUNT(*) FROM jobs WHERE error LIKE 'interrupted by daemon crashes%'");
   return r;
 }
 
@@ -523,10 +524,10 @@ CampaignResult RunHostileSuite(const CampaignOptions& o) {
           r.failures.push_back(b + ": a token reached the job's error");
         }
       if (b == "readtoken") {
-        for (const char* must : {"operator: Permission denied", "agent: Permission denied",
-                                 "contract-id: Permission denied", "ledger.db: Permission denied",
-                                 "signal daemon: Operation not permitted",
-                                 "tcp connect: Permission denied"})
+        for (const char* must :
+             {"operator: Permission denied", "agent: Permission denied",
+              "contract-id: Permission denied", "ledger.db: Permission denied",
+              "signal daemon: Operation not permitted", "tcp connect: Permission denied"})
           if (error.find(must) == std::string::npos) {
             ok = false;
             r.failures.push_back(absl::StrCat("readtoken: expected '", must, "' in: ", error));

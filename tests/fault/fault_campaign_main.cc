@@ -41,8 +41,8 @@ int main(int argc, char** argv) {
   report["containment"] = o.process_group ? "process_group" : "auto";
   report["seed"] = o.seed;
   bool ok = true;
-  auto run = [&](const char* name, cake::fault::CampaignResult (*fn)(
-                                       const cake::fault::CampaignOptions&)) {
+  auto run = [&](const char* name,
+                 cake::fault::CampaignResult (*fn)(const cake::fault::CampaignOptions&)) {
     if (parts.find(name) == std::string::npos) return;
     const auto t0 = std::chrono::steady_clock::now();
     std::fprintf(stderr, "cake-fault-campaign: %s ...\n", name);

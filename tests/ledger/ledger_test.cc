@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "ledger/ledger.h"
+#include "ledger/sqlite.h"
 #include "tests/compiler/test_util.h"
 
 namespace cake {
@@ -106,9 +107,10 @@ TEST_F(LedgerTest, JobAttemptsAreRecordedExactlyOnce) {
   ASSERT_TRUE((*l)->MarkJobRunning(*id, 123).ok());
   EXPECT_FALSE((*l)->MarkJobRunning(*id, 124).ok()) << "a running job cannot be taken twice";
   ASSERT_TRUE((*l)->FinishJob(*id, true, "").ok());
-  // Recording the same (job, attempt) twice is refused by UNIQUE(job_id, attempt).
-  EXPECT_FALSE((*l)->FinishJob(*id, true, "").ok());
+  // A job ends once: finishing it again records nothing (UNIQUE(job_id, attempt) backs that).
+  EXPECT_TRUE((*l)->FinishJob(*id, false, "late").ok());
   EXPECT_EQ((*l)->GetJob(*id)->state, ledger::JobState::kDone);
+  EXPECT_EQ(Scalar(dir_ / "l.db", "SELECT COUNT(*) FROM job_attempts"), 1);
 }
 
 TEST_F(LedgerTest, RestartRequeuesRunningJobsThenGivesUp) {
@@ -136,7 +138,10 @@ TEST_F(LedgerTest, RestartRequeuesRunningJobsThenGivesUp) {
   EXPECT_EQ(rec->failed, 1);
   const ledger::Job j = *(*l)->GetJob(job);
   EXPECT_EQ(j.state, ledger::JobState::kFailed);
-  EXPECT_NE(j.error.find("interrupted 2 times"), std::string::npos);
+  EXPECT_EQ(j.error, "interrupted by daemon crashes in 2 of 2 allowed attempts; giving up");
+  ASSERT_EQ(rec->gave_up.size(), 1u);
+  EXPECT_EQ(rec->gave_up[0].id, job);
+  EXPECT_EQ(rec->interrupted.size(), 1u);
   auto events = (*l)->EventsAfter(0, 100);
   int requeued = 0;
   for (const auto& e : *events) requeued += e.kind == "job_requeued";
@@ -253,7 +258,7 @@ TEST_F(LedgerTest, MigratesARealVersionOneLedgerWithoutLosingRows) {
     }
     EXPECT_GT(measured, 0);
   }
-  EXPECT_EQ(Pragma(db, "user_version"), 2);
+  EXPECT_EQ(Pragma(db, "user_version"), 3);
   EXPECT_EQ(count("measurement_samples"), samples);
   EXPECT_EQ(count("evidence_records"), 0);
   std::string err;
@@ -292,7 +297,7 @@ TEST_F(LedgerTest, EvidenceRecordsKeepHistoryAndServeTheLatestPerKind) {
   auto got = (*l)->GetCandidate(ins->id);
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(got->evidence_size(), 2);
-  EXPECT_EQ(Pragma(dir_ / "l.db", "user_version"), 2);
+  EXPECT_EQ(Pragma(dir_ / "l.db", "user_version"), 3);
 }
 
 TEST_F(LedgerTest, InvalidRunsAndEverySampleAreStored) {
@@ -340,6 +345,104 @@ TEST_F(LedgerTest, InvalidRunsAndEverySampleAreStored) {
   sqlite3_finalize(s);
   sqlite3_close(raw);
   EXPECT_EQ(rows, 3);
+}
+
+TEST_F(LedgerTest, AGracefulStopDoesNotCountAgainstTheAttempts) {
+  const fs::path db = dir_ / "l.db";
+  int64_t job = 0;
+  {
+    auto l = ledger::Ledger::Open(db.string());
+    ASSERT_TRUE((*l)->BeginBoot("boot-1", 1).ok());
+    job = *(*l)->EnqueueJob("cand", "compile", "req");
+    for (int stop = 0; stop < 3; ++stop) {
+      ASSERT_TRUE((*l)->MarkJobRunning(job, 10 + stop).ok());
+      ASSERT_TRUE((*l)->RequeueAfterShutdown(job).ok());
+      EXPECT_EQ((*l)->GetJob(job)->state, ledger::JobState::kQueued);
+    }
+    ASSERT_TRUE((*l)->MarkJobRunning(job, 20).ok());
+  }  // then a crash
+  auto l = ledger::Ledger::Open(db.string());
+  auto rec = (*l)->BeginBoot("boot-2", 2);
+  ASSERT_TRUE(rec.ok());
+  EXPECT_EQ(rec->requeued, 1) << "three graceful stops and one crash: 1 of 2 attempts used";
+  EXPECT_EQ(Scalar(db, "SELECT COUNT(*) FROM job_attempts WHERE outcome = 'SHUTDOWN'"), 3);
+  ASSERT_EQ(rec->interrupted.size(), 1u);
+  EXPECT_EQ(rec->interrupted[0].worker_pid, 20) << "the worker pid is what recovery kills";
+}
+
+TEST_F(LedgerTest, MeasureKeysMapToTheirFirstJob) {
+  auto l = ledger::Ledger::Open((dir_ / "l.db").string());
+  ASSERT_TRUE(l.ok());
+  contract::Contract c;
+  c.set_name("k");
+  ASSERT_TRUE((*l)->InsertContract("ct-k", c).ok());
+  evidence::Candidate cand;
+  cand.set_contract_id("ct-k");
+  cand.set_schedule_hash("ab12cd34ef");
+  cand.set_proposer("agent");
+  auto ins = (*l)->InsertCandidate(cand, "");
+  ASSERT_TRUE(ins.ok());
+  EXPECT_FALSE((*l)->MeasureForKey("m1")->has_value());
+  ASSERT_TRUE((*l)->InsertMeasureRequest("m1", ins->id, 77).ok());
+  auto prior = (*l)->MeasureForKey("m1");
+  ASSERT_TRUE(prior.ok() && prior->has_value());
+  EXPECT_EQ((*prior)->first, ins->id);
+  EXPECT_EQ((*prior)->second, 77);
+  // A second insert of one key is a conflict the caller sees as ALREADY_EXISTS.
+  EXPECT_EQ((*l)->InsertMeasureRequest("m1", ins->id, 78).code(), absl::StatusCode::kAlreadyExists);
+}
+
+TEST_F(LedgerTest, StoredValuesAreBounded) {
+  auto l = ledger::Ledger::Open((dir_ / "l.db").string());
+  ASSERT_TRUE(l.ok());
+  auto id = (*l)->EnqueueJob("cand", "compile", std::string(ledger::kMaxBoundBytes + 1, 'x'));
+  ASSERT_FALSE(id.ok());
+  EXPECT_EQ(id.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ((*l)->CountJobs(ledger::JobState::kQueued).value(), 0) << "nothing half-stored";
+}
+
+TEST_F(LedgerTest, AVersionTwoLedgerGetsContractDigestsAndRefusesAFlippedBit) {
+  const fs::path db = dir_ / "l.db";
+  {
+    auto l = ledger::Ledger::Open(db.string());
+    contract::Contract c;
+    c.set_name("digest");
+    c.set_baseline_schedule("name: \"x\"");
+    ASSERT_TRUE((*l)->InsertContract("ct-d", c).ok());
+  }
+  // Make it look like schema v2 (no digest column), as a ledger of the previous release.
+  ASSERT_EQ(Exec(db,
+                 "DROP TABLE measure_requests; DROP TABLE write_probe; DROP TRIGGER "
+                 "contracts_immutable_update; DROP TRIGGER contracts_immutable_delete; ALTER TABLE "
+                 "contracts DROP COLUMN body_sha256; CREATE TRIGGER contracts_immutable_update "
+                 "BEFORE UPDATE ON contracts BEGIN SELECT RAISE(ABORT, 'immutable'); END; "
+                 "CREATE TRIGGER contracts_immutable_delete BEFORE DELETE ON contracts BEGIN "
+                 "SELECT RAISE(ABORT, 'immutable'); END; PRAGMA user_version = 2;"),
+            SQLITE_OK);
+  {
+    auto l = ledger::Ledger::Open(db.string());
+    ASSERT_TRUE(l.ok()) << l.status();
+    auto c = (*l)->GetContract("ct-d");
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->name(), "digest");
+  }
+  EXPECT_EQ(Pragma(db, "user_version"), 3);
+  EXPECT_EQ(Scalar(db, "SELECT length(body_sha256) FROM contracts"), 64);
+  std::string err;
+  EXPECT_NE(Exec(db, "UPDATE contracts SET name = 'x'", &err), SQLITE_OK) << "triggers restored";
+  ASSERT_EQ(Exec(db,
+                 "DROP TRIGGER contracts_immutable_update; UPDATE contracts SET body = "
+                 "CAST('garbage' AS BLOB);"),
+            SQLITE_OK);
+  auto l = ledger::Ledger::Open(db.string());
+  ASSERT_TRUE(l.ok()) << l.status();
+  auto c = (*l)->GetContract("ct-d");
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kDataLoss);
+  std::vector<std::string> corrupt;
+  auto all = (*l)->ListContracts(&corrupt);
+  ASSERT_TRUE(all.ok());
+  EXPECT_TRUE(all->empty());
+  EXPECT_EQ(corrupt, std::vector<std::string>{"ct-d"});
 }
 
 }  // namespace

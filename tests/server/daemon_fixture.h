@@ -27,8 +27,7 @@ namespace cake::testing {
 
 class Daemon {
  public:
-  explicit Daemon(std::filesystem::path state, std::string caked = CAKED_PATH,
-                  bool no_gpu = true)
+  explicit Daemon(std::filesystem::path state, std::string caked = CAKED_PATH, bool no_gpu = true)
       : state_(std::move(state)), caked_(std::move(caked)), no_gpu_(no_gpu) {}
   ~Daemon() { Kill(); }
 
@@ -132,6 +131,9 @@ class Daemon {
   void Connect() {
     grpc::ChannelArguments args;
     args.SetMaxSendMessageSize(64 << 20);
+    // A restarted daemon listens on the same path: a fresh channel must not share a subchannel
+    // still connected to the dead one.
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     stub_ = service::CakeService::NewStub(
         grpc::CreateCustomChannel(Address(), grpc::InsecureChannelCredentials(), args));
   }
