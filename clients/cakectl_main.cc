@@ -288,6 +288,7 @@ int main(int argc, char** argv) {
   auto* measure =
       app.add_subcommand("measure", "Ask for a paired measurement against the incumbent");
   measure->add_option("ID", candidate_id)->required();
+  measure->add_option("--key", key, "Idempotency key: a retry with it queues no second run");
   auto* watch = app.add_subcommand("watch", "Stream events as NDJSON");
   int64_t after = 0;
   bool until_idle = false;
@@ -478,6 +479,7 @@ int main(int argc, char** argv) {
   if (measure->parsed()) {
     svc::MeasureRequest req;
     req.set_candidate_id(candidate_id);
+    req.set_idempotency_key(key);
     svc::MeasureReply r;
     auto ctx = client.Ctx();
     grpc::Status s = client->Measure(ctx.get(), req, &r);

@@ -25,8 +25,9 @@ th{background:#f2f2f2}td.l,th.l{text-align:left}.FASTER{color:#067d17;font-weigh
 .note{color:#555}.mono{font-family:ui-monospace,monospace}
 )css";
 
-std::string Fmt(double v, const char* f = "%.1f") {
-  return std::isfinite(v) ? absl::StrFormat(f, v) : "&ndash;";
+// v with `digits` decimals, or a dash for NaN and infinities.
+std::string Fmt(double v, int digits = 1) {
+  return std::isfinite(v) ? absl::StrFormat("%.*f", digits, v) : "&ndash;";
 }
 
 int64_t Flops(const contract::GemmShape& s) { return 2LL * s.m() * s.n() * s.k(); }
@@ -75,7 +76,7 @@ std::string VerdictCell(evidence::TimingVerdict v) {
 std::string RowTable(const Measurement& m) {
   std::string h = absl::StrCat(
       "<p>run ", m.run(), " against <span class=mono>", HtmlEscape(m.incumbent()), "</span> on ",
-      HtmlEscape(m.device()), " (default SM clock ", Fmt(m.default_sm_mhz(), "%.0f"),
+      HtmlEscape(m.device()), " (default SM clock ", Fmt(m.default_sm_mhz(), 0),
       " MHz); verdict <b class=\"", evidence::TimingVerdict_Name(m.verdict()), "\">",
       evidence::TimingVerdict_Name(m.verdict()),
       "</b> over the required rows of the primary "
@@ -91,14 +92,14 @@ std::string RowTable(const Measurement& m) {
     absl::StrAppend(
         &h, "<tr><td class=l>", HtmlEscape(r.row()), "</td><td class=l>", config, "</td><td>",
         r.required() ? "yes" : "", "</td><td>", Fmt(IncumbentUs(r)), " (",
-        Fmt(r.incumbent_iqr_us(), "%.2f"), ")</td><td>", Fmt(ChallengerUs(r)), " (",
-        Fmt(r.challenger_iqr_us(), "%.2f"), ")</td><td>", Fmt(speedup, "%.3f"), "</td><td>",
-        Fmt(r.median_ratio(), "%.4f"), " [", Fmt(r.ratio_low(), "%.4f"), ", ",
-        Fmt(r.ratio_high(), "%.4f"), "]</td>", VerdictCell(r.verdict()), "<td>",
-        r.span_median_ratio() > 0 ? Fmt(r.span_median_ratio(), "%.4f") : "&ndash;", "</td><td>",
+        Fmt(r.incumbent_iqr_us(), 2), ")</td><td>", Fmt(ChallengerUs(r)), " (",
+        Fmt(r.challenger_iqr_us(), 2), ")</td><td>", Fmt(speedup, 3), "</td><td>",
+        Fmt(r.median_ratio(), 4), " [", Fmt(r.ratio_low(), 4), ", ",
+        Fmt(r.ratio_high(), 4), "]</td>", VerdictCell(r.verdict()), "<td>",
+        r.span_median_ratio() > 0 ? Fmt(r.span_median_ratio(), 4) : "&ndash;", "</td><td>",
         r.incumbent_us_size(), " (", r.discarded_pairs(), ")</td><td class=l>",
         HtmlEscape(r.stop_reason()), "</td><td>", r.launches_per_sample(), "</td><td>",
-        r.challenger_sm_mhz_size() > 0 ? Fmt(r.challenger_sm_mhz(0), "%.0f") : "&ndash;",
+        r.challenger_sm_mhz_size() > 0 ? Fmt(r.challenger_sm_mhz(0), 0) : "&ndash;",
         "</td></tr>\n");
   }
   absl::StrAppend(
@@ -106,7 +107,7 @@ std::string RowTable(const Measurement& m) {
       "</b>; weighted total (primary, sum of weight &times; median) incumbent ",
       Fmt(m.weighted_total_incumbent_us()), " &micro;s, challenger ",
       Fmt(m.weighted_total_challenger_us()), " &micro;s; weighted geometric-mean ratio ",
-      Fmt(m.weighted_geomean_ratio(), "%.4f"),
+      Fmt(m.weighted_geomean_ratio(), 4),
       " (descriptive only: a required-row regression blocks promotion whatever it says).",
       m.required_regression().empty()
           ? ""
@@ -206,8 +207,8 @@ std::string Roofline(const ReportInput& in) {
   absl::StrAppend(
       &s, "</svg>\n<p class=note>",
       ceilings ? absl::StrCat("Roofs: ", HtmlEscape(ceilings->device), " ",
-                              Fmt(ceilings->mma_tflops, "%.0f"), " TFLOP/s, ",
-                              Fmt(ceilings->dram_tbps, "%.2f"), " TB/s (",
+                              Fmt(ceilings->mma_tflops, 0), " TFLOP/s, ",
+                              Fmt(ceilings->dram_tbps, 2), " TB/s (",
                               HtmlEscape(ceilings->source), ").")
                : absl::StrCat("No measured ceilings for ", HtmlEscape(device), ": no roof drawn."),
       " Green: the incumbent. Hopper-witness timings say nothing about SM120/SM121 "
@@ -251,7 +252,7 @@ std::string HistoryChart(const ReportInput& in) {
                                       "stroke=\"#222\"/><text x=\"%.1f\" y=\"%.0f\" "
                                       "font-size=\"11\" text-anchor=\"middle\">ratio 1 "
                                       "(challenger / incumbent; left is faster)</text></svg>\n",
-                                      sx(1), y, sx(1), y + 14));
+                                      sx(1), sx(1), y, sx(1), y + 14));
   return s;
 }
 
@@ -301,7 +302,7 @@ std::string RenderHtmlReport(const ReportInput& in) {
   for (const auto& r : c.rows())
     absl::StrAppend(&h, "<tr><td class=l>", HtmlEscape(r.name()), r.held_out() ? " (held out)" : "",
                     "</td><td>", r.shape().m(), "</td><td>", r.shape().n(), "</td><td>",
-                    r.shape().k(), "</td><td>", Fmt(r.weight() > 0 ? r.weight() : 1, "%g"),
+                    r.shape().k(), "</td><td>", absl::StrFormat("%g", r.weight() > 0 ? r.weight() : 1.0),
                     "</td><td>", r.required() ? "yes" : "", "</td></tr>\n");
   absl::StrAppend(&h, "</table>\n");
 

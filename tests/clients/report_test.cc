@@ -64,6 +64,15 @@ TEST(Report, RowTablesHistoryAndRooflineFromRecordedMeasurements) {
     ++circles;
   EXPECT_EQ(circles, in.candidates.size() * 3);
   EXPECT_NE(html.find("no SM120 execution witness"), std::string::npos);
+  // Every plot is closed, with its ratio-1 axis (a format/argument mismatch once dropped both).
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = html.find(what); at != std::string::npos; at = html.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("<svg"), count("</svg>"));
+  EXPECT_NE(html.find(">ratio 1 (challenger / incumbent; left is faster)</text></svg>"),
+            std::string::npos);
   EXPECT_EQ(html.find("<script"), std::string::npos) << "self-contained, no scripts";
   EXPECT_EQ(html.find("http://") == std::string::npos ||
                 html.find("http://") == html.find("http://www.w3.org/2000/svg"),

@@ -200,12 +200,12 @@ TEST_F(HostileInputTest, ConcurrentProposesWithOneKeyNeverAnswerInternal) {
   Daemon d(state_);
   ASSERT_TRUE(d.Start()) << d.Log();
   const std::string contract = CreateContract(d);
-  for (int round = 0; round < 5; ++round) {
+  for (int round = 0; round < 20; ++round) {
     const std::string key = absl::StrCat("shared-", round);
-    std::vector<grpc::StatusCode> codes(8);
-    std::vector<std::string> ids(8);
+    std::vector<grpc::StatusCode> codes(16);
+    std::vector<std::string> ids(16);
     std::vector<std::thread> threads;
-    for (int t = 0; t < 8; ++t)
+    for (int t = 0; t < 16; ++t)
       threads.emplace_back([&, t] {
         service::ProposeReply r;
         // Half propose the same schedule, half another: one key, two bodies.
@@ -216,7 +216,7 @@ TEST_F(HostileInputTest, ConcurrentProposesWithOneKeyNeverAnswerInternal) {
       });
     for (auto& th : threads) th.join();
     std::set<std::string> winners;
-    for (int t = 0; t < 8; ++t) {
+    for (int t = 0; t < 16; ++t) {
       EXPECT_TRUE(codes[t] == grpc::StatusCode::OK || codes[t] == grpc::StatusCode::ALREADY_EXISTS)
           << "round " << round << ": code " << codes[t];
       if (codes[t] == grpc::StatusCode::OK) winners.insert(ids[t]);
@@ -395,17 +395,20 @@ TEST_F(HostileInputTest, AReadOnlyLedgerIsRefusedAtStart) {
 
 TEST_F(HostileInputTest, AFullDiskSaysSoInsteadOfNotADatabase) {
   if (!HaveTool("unshare")) GTEST_SKIP() << "no unshare";
-  // A 512 KiB tmpfs in a private mount namespace, filled but for a few bytes, then caked on it.
+  // A 2 MiB tmpfs in a private mount namespace: caked makes its ledger there and stops, the disk
+  // is filled to the last byte, then caked starts again on it.
   const fs::path mnt = state_ / "small";
   fs::create_directories(mnt);
   const std::string log = (state_ / "full.log").string();
-  const std::string cmd =
-      absl::StrCat("mount -t tmpfs -o size=512k tmpfs ", mnt.string(), " || exit 77; mkdir ",
-                   mnt.string(), "/state; dd if=/dev/zero of=", mnt.string(),
-                   "/fill bs=4k count=200 2>/dev/null; dd "
-                   "if=/dev/zero of=",
-                   mnt.string(), "/fill2 bs=1k 2>/dev/null; ", CAKED_PATH, " --state-dir ",
-                   mnt.string(), "/state --no-gpu > ", log, " 2>&1; echo rc=$?");
+  const std::string st = mnt.string() + "/state";
+  const std::string cmd = absl::StrCat(
+      "mount -t tmpfs -o size=2m tmpfs ", mnt.string(), " || exit 77; mkdir ", st, "; ",
+      CAKED_PATH, " --state-dir ", st, " --no-gpu > /dev/null 2>&1 & pid=$!; for i in $(seq 1 50); "
+      "do [ -S ", st, "/caked.sock ] && break; sleep 0.1; done; kill -TERM $pid; wait $pid; "
+      "dd if=/dev/zero of=", mnt.string(), "/fill bs=4k 2>/dev/null; dd if=/dev/zero of=",
+      mnt.string(), "/fill2 bs=1 2>/dev/null; rm -f ", st, "/ledger.db-wal ", st,
+      "/ledger.db-shm; ", CAKED_PATH, " --state-dir ", st, " --no-gpu > ", log,
+      " 2>&1; echo rc=$?");
   base::SubprocessOptions opts;
   opts.timeout = std::chrono::seconds(30);
   auto r = base::RunSubprocess({"unshare", "-Urm", "/bin/sh", "-c", cmd}, opts);
