@@ -17,7 +17,7 @@ export CAKE_COMMIT=${CAKE_COMMIT:-unknown}
   grep -E "^0::" /proc/self/cgroup
   mount | grep cgroup2 || echo "no cgroup2 mount"
   command -v setpriv || echo "no setpriv"
-} > "$out/environment.txt" 2>&1
+} > /tmp/environment_hardening.txt 2>&1
 rc=0
 # The demo round (scripts/device/demo.sh) with caked's capabilities dropped.
 if command -v setpriv >/dev/null; then
@@ -34,5 +34,10 @@ timeout 240 ./build/device/bin/cake-fault-campaign --parts hostile --work /tmp/c
   --caked "$PWD/build/device/bin/caked" --worker "$PWD/build/device/bin/cake-worker" \
   --hostile-worker "$PWD/build/device/bin/cake-hostile-worker" --out "$out/hostile_suite.json" \
   > /dev/null 2> "$out/hostile_suite.log" || rc=1
-grep -E "containment|worker sandbox" /tmp/cake-hostile/hostile/caked.log | head -2 >> "$out/environment.txt"
+# demo.sh wrote environment.txt; this run's own facts follow it.
+{
+  echo "--- hardening run"
+  cat /tmp/environment_hardening.txt
+  grep -E "containment|worker sandbox" /tmp/cake-hostile/hostile/caked.log | head -2
+} >> "$out/environment.txt"
 exit $rc
