@@ -23,7 +23,7 @@
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
-#include "workloads/warp_gemm_space.h"
+#include "workloads/workload.h"
 
 namespace svc = cake::service;
 namespace ev = cake::evidence;
@@ -217,9 +217,9 @@ void PrintCandidate(const ev::Candidate& c) {
               << "\n";
     if (r.kind() == ev::NUMERICAL_CONTRACT)
       for (const auto& k : r.cases())
-        std::printf("    %-26s %5dx%5dx%5d %-18s rel_l2 %.2e %s\n", k.row().c_str(), k.m(), k.n(),
-                    k.k(), k.distribution().c_str(), k.relative_l2_error(),
-                    k.passed() ? "ok" : ("FAIL " + k.failure()).c_str());
+        std::printf("    %-26s %-26s %-18s rel_l2 %.2e %s\n", k.row().c_str(),
+                    k.problem().ShortDebugString().c_str(), k.distribution().c_str(),
+                    k.relative_l2_error(), k.passed() ? "ok" : ("FAIL " + k.failure()).c_str());
   }
   for (const auto& m : c.measurements()) {
     std::cout << "measurement run " << m.run() << " vs " << m.incumbent() << " on " << m.device()
@@ -304,7 +304,8 @@ int main(int argc, char** argv) {
   report->add_option("CONTRACT", contract_id, "Contract id")->required();
   report->add_option("--out", report_out, "Output file (default: CONTRACT.html; - for stdout)");
   auto* agent = app.add_subcommand(
-      "demo-agent", "Built-in proposer: proposes distinct warp-GEMM tile geometries via Propose");
+      "demo-agent",
+      "Built-in proposer: proposes points of the workload's schedule space via Propose");
   int count = 4;
   agent->add_option("--contract", contract_id, "Contract id")->required();
   agent->add_option("--count", count, "How many candidates to propose (default 4)");
@@ -549,27 +550,37 @@ int main(int argc, char** argv) {
     }
   }
   if (agent->parsed()) {
-    // Proposes through the public API, exactly as an external agent would.
-    const auto space = cake::workloads::WarpGemmCandidates();
+    // Proposes through the public API, exactly as an external agent would: the points of the
+    // schedule space of the contract's workload.
+    svc::GetContractRequest greq;
+    greq.set_contract_id(contract_id);
+    svc::GetContractReply gc;
+    auto gctx = client.Ctx();
+    grpc::Status gs = client->GetContract(gctx.get(), greq, &gc);
+    if (!gs.ok()) return ExitFor(gs);
+    const cake::workloads::Workload* w = cake::workloads::FindWorkload(gc.contract().operation());
+    if (w == nullptr) {
+      std::cerr << "cakectl: " << cake::workloads::UnknownOperation(gc.contract().operation())
+                << "\n";
+      return kFail;
+    }
+    const auto space = w->ScheduleSpace();
     int proposed = 0;
     for (size_t i = 1; i < space.size() && proposed < count; ++i) {  // [0] is the baseline
-      cake::workloads::WarpGemmParams p = space[i];
-      std::string text;
-      google::protobuf::TextFormat::PrintToString(cake::workloads::MakeWarpGemm(p), &text);
+      const cake::workloads::Proposal& p = space[i];
       svc::ProposeRequest req;
       req.set_contract_id(contract_id);
-      req.set_schedule_text(text);
-      req.mutable_hypothesis()->add_changed_decisions(p.Describe());
-      req.mutable_hypothesis()->set_expected_effect(
-          absl::StrCat("tile geometry ", p.Describe(), " changes data reuse and occupancy"));
-      req.mutable_hypothesis()->set_falsification(
-          "paired timing against the incumbent is not FASTER beyond the practical floor");
-      req.set_idempotency_key(absl::StrCat("demo-agent-", contract_id, "-", p.Describe()));
+      req.set_schedule_text(p.schedule_text);
+      *req.mutable_hypothesis() = p.hypothesis;
+      std::string agent_key = absl::StrCat("demo-agent-", contract_id, "-", p.label);
+      for (char& ch : agent_key)
+        if (ch == ' ') ch = '_';  // keys are printable ASCII without spaces
+      req.set_idempotency_key(agent_key);
       svc::ProposeReply r;
       auto ctx = client.Ctx();
       grpc::Status s = client->Propose(ctx.get(), req, &r);
       if (!s.ok()) return ExitFor(s);
-      std::cout << r.candidate_id() << "  " << p.Describe() << (r.duplicate() ? " (duplicate)" : "")
+      std::cout << r.candidate_id() << "  " << p.label << (r.duplicate() ? " (duplicate)" : "")
                 << "\n";
       ++proposed;
     }

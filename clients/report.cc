@@ -1,5 +1,7 @@
 #include "report.h"
 
+#include "protocol/quantile.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -8,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "calibration/device_profiles.h"
+#include "workloads/workload.h"
 
 namespace cake::clients {
 namespace {
@@ -30,10 +33,15 @@ std::string Fmt(double v, int digits = 1) {
   return std::isfinite(v) ? absl::StrFormat("%.*f", digits, v) : "&ndash;";
 }
 
-int64_t Flops(const contract::GemmShape& s) { return 2LL * s.m() * s.n() * s.k(); }
-double Bytes(const contract::GemmShape& s, bool bf16_out) {
-  return 2.0 * (double(s.m()) * s.k() + double(s.n()) * s.k()) +
-         (bf16_out ? 2.0 : 4.0) * double(s.m()) * s.n();
+// The roofline's model of a row: its workload's FLOPs and compulsory bytes (zero when no
+// workload answers the contract's operation: nothing is plotted).
+workloads::WorkModel ModelOf(const contract::Contract& c, const contract::Row& row) {
+  const workloads::Workload* w = workloads::FindWorkload(c.operation());
+  return w ? w->Model(row.problem(), c) : workloads::WorkModel{};
+}
+std::string ShapeText(const contract::Contract& c, const contract::ProblemShape& p) {
+  const workloads::Workload* w = workloads::FindWorkload(c.operation());
+  return w ? w->ShapeText(p) : "?";
 }
 
 const contract::Row* RowNamed(const contract::Contract& c, const std::string& name) {
@@ -49,9 +57,7 @@ double MedianUs(double stored, const google::protobuf::RepeatedField<double>& sa
   std::vector<double> v;
   for (int i = 0; i < samples.size(); ++i)
     if (i >= r.discarded_size() || !r.discarded(i)) v.push_back(samples.Get(i));
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  return protocol::Median(std::move(v));
 }
 double IncumbentUs(const RowTiming& r) {
   return MedianUs(r.incumbent_median_us(), r.incumbent_us(), r);
@@ -89,18 +95,18 @@ std::string RowTable(const Measurement& m) {
     const std::string config =
         r.mode().empty() ? "eager"
                          : absl::StrCat(r.mode(), "/", r.cache(), r.primary() ? " *" : "");
-    absl::StrAppend(
-        &h, "<tr><td class=l>", HtmlEscape(r.row()), "</td><td class=l>", config, "</td><td>",
-        r.required() ? "yes" : "", "</td><td>", Fmt(IncumbentUs(r)), " (",
-        Fmt(r.incumbent_iqr_us(), 2), ")</td><td>", Fmt(ChallengerUs(r)), " (",
-        Fmt(r.challenger_iqr_us(), 2), ")</td><td>", Fmt(speedup, 3), "</td><td>",
-        Fmt(r.median_ratio(), 4), " [", Fmt(r.ratio_low(), 4), ", ",
-        Fmt(r.ratio_high(), 4), "]</td>", VerdictCell(r.verdict()), "<td>",
-        r.span_median_ratio() > 0 ? Fmt(r.span_median_ratio(), 4) : "&ndash;", "</td><td>",
-        r.incumbent_us_size(), " (", r.discarded_pairs(), ")</td><td class=l>",
-        HtmlEscape(r.stop_reason()), "</td><td>", r.launches_per_sample(), "</td><td>",
-        r.challenger_sm_mhz_size() > 0 ? Fmt(r.challenger_sm_mhz(0), 0) : "&ndash;",
-        "</td></tr>\n");
+    absl::StrAppend(&h, "<tr><td class=l>", HtmlEscape(r.row()), "</td><td class=l>", config,
+                    "</td><td>", r.required() ? "yes" : "", "</td><td>", Fmt(IncumbentUs(r)), " (",
+                    Fmt(r.incumbent_iqr_us(), 2), ")</td><td>", Fmt(ChallengerUs(r)), " (",
+                    Fmt(r.challenger_iqr_us(), 2), ")</td><td>", Fmt(speedup, 3), "</td><td>",
+                    Fmt(r.median_ratio(), 4), " [", Fmt(r.ratio_low(), 4), ", ",
+                    Fmt(r.ratio_high(), 4), "]</td>", VerdictCell(r.verdict()), "<td>",
+                    r.span_median_ratio() > 0 ? Fmt(r.span_median_ratio(), 4) : "&ndash;",
+                    "</td><td>", r.incumbent_us_size(), " (", r.discarded_pairs(),
+                    ")</td><td class=l>", HtmlEscape(r.stop_reason()), "</td><td>",
+                    r.launches_per_sample(), "</td><td>",
+                    r.challenger_sm_mhz_size() > 0 ? Fmt(r.challenger_sm_mhz(0), 0) : "&ndash;",
+                    "</td></tr>\n");
   }
   absl::StrAppend(
       &h, "</table><p>worst row <b>", HtmlEscape(m.worst_row()),
@@ -132,7 +138,6 @@ std::string Roofline(const ReportInput& in) {
   };
   std::vector<Point> pts;
   std::string device;
-  const bool bf16_out = in.contract.output_dtype() != "f32";
   for (const Candidate& c : in.candidates) {
     const Measurement* m = Latest(c);
     if (!m) continue;
@@ -140,10 +145,14 @@ std::string Roofline(const ReportInput& in) {
     for (const RowTiming& r : m->rows()) {
       if (!r.mode().empty() && !r.primary()) continue;
       const contract::Row* row = RowNamed(in.contract, r.row());
-      if (!row || ChallengerUs(r) <= 0) continue;
-      const double ai = double(Flops(row->shape())) / Bytes(row->shape(), bf16_out);
-      pts.push_back({ai, double(Flops(row->shape())) / (ChallengerUs(r) * 1e6),
-                     absl::StrCat(c.id(), " ", r.row()), c.id() == in.incumbent});
+      const workloads::WorkModel model = row ? ModelOf(in.contract, *row) : workloads::WorkModel{};
+      if (!row || ChallengerUs(r) <= 0 || model.flops <= 0 || model.bytes <= 0) continue;
+      const double ai = model.flops / model.bytes;
+      const double tflops = model.flops / (ChallengerUs(r) * 1e6);
+      // A plot of what a worker reported: an absurd value (a hostile or broken reply) is left
+      // out rather than stretching the axes to infinity.
+      if (!(ai > 1e-6 && ai < 1e9 && tflops > 1e-9 && tflops < 1e9)) continue;
+      pts.push_back({ai, tflops, absl::StrCat(c.id(), " ", r.row()), c.id() == in.incumbent});
     }
   }
   if (pts.empty()) return "<p class=note>No valid measurement yet: nothing to plot.</p>\n";
@@ -170,11 +179,12 @@ std::string Roofline(const ReportInput& in) {
       "role=\"img\" aria-label=\"roofline\"><rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" "
       "height=\"%.0f\" fill=\"none\" stroke=\"#999\"/>\n",
       W, H, L, T, W - L - R, H - B - T);
-  for (double x = xmin; x <= xmax * 1.001; x *= 10)
+  // Decades between 1e-6 and 1e9 at most: the ticks are bounded whatever the points are.
+  for (double x = xmin; x <= xmax * 1.001 && x < 1e10; x *= 10)
     absl::StrAppend(&s, absl::StrFormat("<text x=\"%.1f\" y=\"%.0f\" font-size=\"11\" "
                                         "text-anchor=\"middle\">%g</text>\n",
                                         sx(x), H - B + 15, x));
-  for (double y = ymin; y <= ymax * 1.001; y *= 10)
+  for (double y = ymin; y <= ymax * 1.001 && y < 1e10; y *= 10)
     absl::StrAppend(&s, absl::StrFormat("<text x=\"%.0f\" y=\"%.1f\" font-size=\"11\" "
                                         "text-anchor=\"end\">%g</text>\n",
                                         L - 4, sy(y) + 4, y));
@@ -206,11 +216,11 @@ std::string Roofline(const ReportInput& in) {
                                     p.incumbent ? "#067d17" : "#1f5fbf", HtmlEscape(p.label), p.y));
   absl::StrAppend(
       &s, "</svg>\n<p class=note>",
-      ceilings ? absl::StrCat("Roofs: ", HtmlEscape(ceilings->device), " ",
-                              Fmt(ceilings->mma_tflops, 0), " TFLOP/s, ",
-                              Fmt(ceilings->dram_tbps, 2), " TB/s (",
-                              HtmlEscape(ceilings->source), ").")
-               : absl::StrCat("No measured ceilings for ", HtmlEscape(device), ": no roof drawn."),
+      ceilings
+          ? absl::StrCat("Roofs: ", HtmlEscape(ceilings->device), " ", Fmt(ceilings->mma_tflops, 0),
+                         " TFLOP/s, ", Fmt(ceilings->dram_tbps, 2), " TB/s (",
+                         HtmlEscape(ceilings->source), ").")
+          : absl::StrCat("No measured ceilings for ", HtmlEscape(device), ": no roof drawn."),
       " Green: the incumbent. Hopper-witness timings say nothing about SM120/SM121 "
       "speed: no SM120 execution witness.</p>\n");
   return s;
@@ -298,12 +308,12 @@ std::string RenderHtmlReport(const ReportInput& in) {
       ". Incumbent: <b class=mono>", in.incumbent.empty() ? "(none)" : HtmlEscape(in.incumbent),
       "</b>. Generated ", HtmlEscape(in.generated),
       ".</p>\n<h2>Rows</h2><table><tr>"
-      "<th class=l>row</th><th>M</th><th>N</th><th>K</th><th>weight</th><th>required</th></tr>\n");
+      "<th class=l>row</th><th>shape</th><th>weight</th><th>required</th></tr>\n");
   for (const auto& r : c.rows())
     absl::StrAppend(&h, "<tr><td class=l>", HtmlEscape(r.name()), r.held_out() ? " (held out)" : "",
-                    "</td><td>", r.shape().m(), "</td><td>", r.shape().n(), "</td><td>",
-                    r.shape().k(), "</td><td>", absl::StrFormat("%g", r.weight() > 0 ? r.weight() : 1.0),
-                    "</td><td>", r.required() ? "yes" : "", "</td></tr>\n");
+                    "</td><td>", HtmlEscape(ShapeText(c, r.problem())), "</td><td>",
+                    absl::StrFormat("%g", r.weight() > 0 ? r.weight() : 1.0), "</td><td>",
+                    r.required() ? "yes" : "", "</td></tr>\n");
   absl::StrAppend(&h, "</table>\n");
 
   const Candidate* incumbent = nullptr;

@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "canonical.h"
+#include "lowering.h"
 #include "schedule_limits.h"
-#include "warp_gemm_plan.h"
 
 namespace cake::compiler {
 namespace {
@@ -71,15 +71,22 @@ std::unique_ptr<Analysis> Analyze(const ParsedModule& parsed, const TargetInfo& 
   lower->set_pass("lowering_coverage");
   if (!stopped && !ctx.graphs.empty()) {
     const size_t first = sink.size();
-    auto plan = PlanWarpGemm(parsed.module, *ctx.graphs[0]);
+    std::string why_not;
+    const Lowering* lowering = MatchLowering(parsed.module, *ctx.graphs[0], &why_not);
     lower->set_conditions_checked(1);
-    r.set_lowering_supported(plan.ok());
-    if (!plan.ok()) {
+    r.set_lowering_supported(lowering != nullptr);
+    if (lowering != nullptr) {
+      r.set_lowering(lowering->name());
+      r.set_operation(lowering->operation());
+    } else {
+      std::string known;
+      for (const Lowering* l : AllLowerings())
+        absl::StrAppend(&known, known.empty() ? "lowerings today: " : "; ", l->summary());
       sink.Unknown(report::DIAG_LOWERING_UNSUPPORTED)
           .Path(ctx.graphs[0]->path)
           .Condition("a lowering exists for every construct in the schedule")
-          .Evidence(std::string(plan.status().message()))
-          .Repair("lowerings today: warp_gemm (mma.sync m16n8k16 BF16, cp.async stages 1-4)")
+          .Evidence(why_not)
+          .Repair(known)
           .Message("this schedule analyzes but does not lower yet");
       lower->set_conditions_unknown(1);
     }

@@ -9,7 +9,6 @@
 #include "artifact_store.h"
 #include "base/status_macros.h"
 #include "canonical.h"
-#include "warp_gemm_plan.h"
 
 namespace cake::compiler {
 namespace fs = std::filesystem;
@@ -45,9 +44,13 @@ EmitResult Emit(const ParsedModule& parsed, const TargetInfo& target,
   std::unique_ptr<Analysis> a = Analyze(parsed, target, options);
   out.analysis = a->report;
   if (a->report.verdict() != report::VERIFIED) return out;
-  auto plan = PlanWarpGemm(parsed.module, *a->context.graphs[0]);
-  if (!plan.ok()) return out;  // analysis reported the unsupported lowering
-  out.source = EmitWarpGemm(*plan, target, a->report.schedule_hash());
+  const Lowering* lowering = MatchLowering(parsed.module, *a->context.graphs[0]);
+  if (lowering == nullptr) return out;  // analysis reported the unsupported lowering
+  auto lowered =
+      lowering->Lower(parsed.module, *a->context.graphs[0], target, a->report.schedule_hash());
+  if (!lowered.ok()) return out;
+  out.source = *std::move(lowered);
+  out.lowering = lowering;
   return out;
 }
 
@@ -60,20 +63,23 @@ absl::StatusOr<CompileResult> Compile(const ParsedModule& parsed, const TargetIn
   CompileResult result;
   result.analysis = emitted.analysis;
   if (!emitted.source) return result;
-  const EmittedSource& src = *emitted.source;
+  const LoweredKernel& src = *emitted.source;
+  const Lowering& lowering = *emitted.lowering;
 
   const std::vector<std::string> flags = CompileFlags(target);
   const std::string source_sha = base::Sha256Hex(src.text);
-  const std::string key = base::Sha256Hex(
-      absl::StrCat("cake-artifact-v1\n", result.analysis.schedule_hash(), "\n",
-                   std::string(target.name), "\n", parsed.module.target().ptx_version(), "\n",
-                   std::string(kWarpGemmLoweringVersion), "\n", tc.nvcc, "\n", tc.nvcc_version,
-                   "\n", tc.ptxas_version, "\n", absl::StrJoin(flags, " "), "\n", source_sha));
+  const std::string key = base::Sha256Hex(absl::StrCat(
+      "cake-artifact-v1\n", result.analysis.schedule_hash(), "\n", std::string(target.name), "\n",
+      parsed.module.target().ptx_version(), "\n", lowering.version(), "\n", tc.nvcc, "\n",
+      tc.nvcc_version, "\n", tc.ptxas_version, "\n", absl::StrJoin(flags, " "), "\n", source_sha));
   ArtifactStore store(options.store_root.empty() ? DefaultStoreRoot() : options.store_root);
 
   if (auto hit = store.Lookup(key); hit.ok()) {
     report::LoweringReceipt receipt = *hit;
     receipt.set_cache(report::LoweringReceipt::HIT);
+    // A receipt stored before receipts carried their launch gets it from its lowering.
+    if (!EnsureLaunchSpec(&receipt))
+      return absl::DataLossError(absl::StrCat("stored receipt ", key, " has no launch"));
     receipt.set_artifact_dir(store.DirFor(key));
     result.receipt = receipt;
     return result;
@@ -85,7 +91,9 @@ absl::StatusOr<CompileResult> Compile(const ParsedModule& parsed, const TargetIn
   r.set_ptx_version_required(parsed.module.target().ptx_version());
   *r.mutable_toolchain() = tc.Identity();
   for (const std::string& f : flags) r.add_flags(f);
-  r.set_lowering_version(std::string(kWarpGemmLoweringVersion));
+  r.set_lowering_version(lowering.version());
+  r.set_lowering(lowering.name());
+  *r.mutable_launch() = src.launch;
   r.set_artifact_key(key);
   r.set_cache(report::LoweringReceipt::MISS);
   r.set_source_sha256(source_sha);
@@ -136,18 +144,14 @@ absl::StatusOr<CompileResult> Compile(const ParsedModule& parsed, const TargetIn
     c->set_opcode(opcode);
     c->set_count(count);
   }
-  auto plan = PlanWarpGemm(parsed.module, *Analyze(parsed, target, aopts)->context.graphs[0]);
-  if (!plan.ok()) return plan.status();
-  r.set_tile_m(plan->tile_m);
-  r.set_tile_n(plan->tile_n);
-  AddForm(&r, plan->op_copy_a, *FindInstruction("cp.async.cg.16"), target.arch, census);
-  AddForm(&r, plan->op_copy_b, *FindInstruction("cp.async.cg.16"), target.arch, census);
-  AddForm(&r, plan->op_load_a, *FindInstruction("ldmatrix.m8n8.x4.b16"), target.arch, census);
-  AddForm(&r, plan->op_load_b,
-          *FindInstruction(plan->b_load_x4 ? "ldmatrix.m8n8.x4.b16" : "ldmatrix.m8n8.x2.b16"),
-          target.arch, census);
-  AddForm(&r, plan->op_mma, *FindInstruction("mma.m16n8k16.bf16.f32"), target.arch, census);
-  for (const SharedRegionPlan& region : plan->shared.regions) {
+  for (const LoweredKernel::Form& form : src.forms) {
+    const InstrDescriptor* d = FindInstruction(form.instruction);
+    if (d == nullptr)
+      return absl::InternalError(absl::StrCat("lowering ", lowering.name(),
+                                              " names an unknown instruction ", form.instruction));
+    AddForm(&r, form.op_id, *d, target.arch, census);
+  }
+  for (const SharedRegionPlan& region : src.shared_regions) {
     report::SharedRegion* s = r.add_shared_regions();
     s->set_name(region.name);
     s->set_offset_bytes(region.offset);

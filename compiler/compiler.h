@@ -9,7 +9,7 @@
 #include "absl/status/statusor.h"
 #include "analysis.h"
 #include "cake/report.pb.h"
-#include "cuda_emitter.h"
+#include "lowering.h"
 #include "parse.h"
 #include "targets.h"
 #include "toolchain.h"
@@ -18,10 +18,11 @@ namespace cake::compiler {
 
 struct EmitResult {
   report::AnalysisReport analysis;
-  std::optional<EmittedSource> source;  // set when analysis verified the schedule
+  std::optional<LoweredKernel> source;  // set when analysis verified the schedule
+  const Lowering* lowering = nullptr;   // the lowering that produced it
 };
 
-// Analyzes and, if verified, emits the CUDA source.
+// Analyzes and, if verified, lowers with the registered lowering that matches.
 EmitResult Emit(const ParsedModule& parsed, const TargetInfo& target,
                 const AnalyzeOptions& options = {});
 

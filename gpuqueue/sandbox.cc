@@ -3,6 +3,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <unistd.h>
+#include <cerrno>
+#include <cstring>
+
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -72,6 +76,21 @@ absl::StatusOr<worker::Reply> RunInWorker(const worker::Request& request,
           absl::StrCat("cannot create job directory ", spec.job_dir, ": ", ec.message()));
     fs::permissions(spec.job_dir, fs::perms::owner_all, ec);
     job_dir.path = spec.job_dir;
+    if (spec.run_as_uid >= 0) {
+      // The worker's own uid owns what it may write: its job directory and the writable trees
+      // (their top directories; what is already inside stays the daemon's, read-only to it).
+      const uid_t uid = static_cast<uid_t>(spec.run_as_uid);
+      const gid_t gid = static_cast<gid_t>(spec.run_as_gid >= 0 ? spec.run_as_gid : uid);
+      std::vector<std::string> owned = {spec.job_dir, (fs::path(spec.job_dir) / "tmp").string()};
+      for (const std::string& w : spec.writable) {
+        fs::create_directories(w, ec);
+        owned.push_back(w);
+      }
+      for (const std::string& d : owned)
+        if (::chown(d.c_str(), uid, gid) != 0)
+          return absl::FailedPreconditionError(absl::StrCat(
+              "cannot give ", d, " to the worker uid ", uid, ": ", std::strerror(errno)));
+    }
     spec.cgroup_procs_fd = cgroup ? cgroup->procs_fd() : -1;
     auto prepared = PrepareSandbox(spec);
     if (!prepared.ok())

@@ -2,11 +2,13 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -224,10 +226,9 @@ std::string Canonical(const std::string& path) {
   return ec ? path : p.string();
 }
 
-// Processes of this real uid now (RLIMIT_NPROC counts them all).
-int64_t ProcessesOfThisUid() {
+// Processes of `uid` now (RLIMIT_NPROC counts them all).
+int64_t ProcessesOfUid(uid_t uid) {
   int64_t n = 0;
-  const uid_t uid = getuid();
   std::error_code ec;
   for (const auto& e : fs::directory_iterator("/proc", ec)) {
     struct stat st;
@@ -255,6 +256,9 @@ struct PreparedSandbox::Limits {
   std::vector<Entry> entries;
   bool drop_caps = false;
   int cgroup_fd = -1;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  pid_t parent = 0;
   sock_fprog prog{};
 };
 
@@ -300,7 +304,9 @@ absl::StatusOr<std::unique_ptr<PreparedSandbox>> PrepareSandbox(const SandboxSpe
   if (spec.cpu_seconds.count() > 0) add_limit(RLIMIT_CPU, spec.cpu_seconds.count());
   if (spec.file_size_bytes > 0) add_limit(RLIMIT_FSIZE, spec.file_size_bytes);
   if (spec.address_space_bytes > 0) add_limit(RLIMIT_AS, spec.address_space_bytes);
-  if (spec.max_processes > 0) add_limit(RLIMIT_NPROC, ProcessesOfThisUid() + spec.max_processes);
+  const uid_t worker_uid = spec.run_as_uid >= 0 ? static_cast<uid_t>(spec.run_as_uid) : getuid();
+  if (spec.max_processes > 0)
+    add_limit(RLIMIT_NPROC, ProcessesOfUid(worker_uid) + spec.max_processes);
   sb->steps_.push_back({"setrlimit", [l = &lim] {
                           for (const auto& e : l->entries)
                             if (setrlimit(e.resource, &e.value) != 0) return errno;
@@ -354,11 +360,31 @@ absl::StatusOr<std::unique_ptr<PreparedSandbox>> PrepareSandbox(const SandboxSpe
 
   lim.drop_caps = getuid() == 0 || HasAnyCapability();
   if (lim.drop_caps) {
+    // The bounding set first: dropping it needs CAP_SETPCAP, which the uid change takes away.
     sb->steps_.push_back({"drop capabilities", [] {
                             for (int cap = 0; cap <= 63; ++cap)
                               if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL)
                                 return errno;
                             prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+                            return 0;
+                          }});
+  }
+  if (spec.run_as_uid >= 0) {
+    lim.uid = static_cast<uid_t>(spec.run_as_uid);
+    lim.gid = static_cast<gid_t>(spec.run_as_gid >= 0 ? spec.run_as_gid : spec.run_as_uid);
+    lim.parent = getpid();
+    sb->steps_.push_back({"run as the worker uid", [l = &lim] {
+                            if (setgroups(0, nullptr) != 0) return errno;
+                            if (setresgid(l->gid, l->gid, l->gid) != 0) return errno;
+                            if (setresuid(l->uid, l->uid, l->uid) != 0) return errno;
+                            // A credential change clears the parent-death signal: set it again.
+                            prctl(PR_SET_PDEATHSIG, SIGKILL);
+                            return getppid() == l->parent ? 0 : ESRCH;
+                          }});
+    in_force.push_back(absl::StrCat("uid ", lim.uid));
+  }
+  if (lim.drop_caps) {
+    sb->steps_.push_back({"clear capabilities", [] {
                             __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
                             __user_cap_data_struct data[2] = {};
                             return syscall(SYS_capset, &header, data) == 0 ? 0 : errno;

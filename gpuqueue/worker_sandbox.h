@@ -11,7 +11,8 @@
 //      artifact store, GPU device nodes openable only for GPU jobs, no TCP, no signals to or
 //      abstract sockets of processes outside the sandbox (ptrace and /proc/PID/mem of the daemon
 //      are out of reach as well);
-//   5. all capabilities dropped (bounding, inheritable, ambient, effective, permitted);
+//   5. all capabilities dropped (bounding, inheritable, ambient, effective, permitted), and for a
+//      root daemon the worker's own unprivileged uid/gid (so RLIMIT_NPROC binds a fork bomb);
 //   6. a seccomp deny-list of what a compiler or a kernel launch never needs (ptrace, mount,
 //      namespaces, keyctl, bpf, module loading, ...): EPERM.
 // The environment is scrubbed to an allow-list by the caller (sandbox.cc). Thread-safe.
@@ -38,6 +39,9 @@ struct SandboxSpec {
   int64_t address_space_bytes = 0;          // RLIMIT_AS; 0 = none
   int64_t file_size_bytes = 0;              // RLIMIT_FSIZE; 0 = none
   int64_t max_processes = 0;                // RLIMIT_NPROC beyond the uid's current count; 0 = none
+  // Run as this uid/gid (a root daemon's workers: RLIMIT_NPROC binds only non-root users, and
+  // the state directory's modes then keep them out too); -1 = the daemon's own.
+  int64_t run_as_uid = -1, run_as_gid = -1;
 };
 
 // The prepared steps and the descriptors they use (closed on destruction, after the fork).

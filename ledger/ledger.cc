@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/digest.h"
 #include "base/status_macros.h"
+#include "google/protobuf/unknown_field_set.h"
 #include "sqlite.h"
 
 namespace cake::ledger {
@@ -253,6 +254,7 @@ absl::Status Ledger::Migrate() {
   }
   if (version < 2) CAKE_RETURN_IF_ERROR(db_->Exec(kSchemaV2));
   if (version < 3) CAKE_RETURN_IF_ERROR(MigrateToV3());
+  if (version < 4) CAKE_RETURN_IF_ERROR(MigrateToV4());
   // Later versions add `if (version < N)` steps here, each in this transaction.
   CAKE_RETURN_IF_ERROR(db_->Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion)));
   return tx.Commit();
@@ -276,6 +278,125 @@ absl::Status Ledger::MigrateToV3() {
                           db_->Prepare("UPDATE contracts SET body_sha256 = ? WHERE id = ?"));
     CAKE_RETURN_IF_ERROR(up.Bind(1, base::Sha256Hex(body)).Bind(2, id).Run());
   }
+  return db_->Exec(kContractTriggers);
+}
+
+namespace {
+
+namespace pb = google::protobuf;
+
+// Before v4 the only workload's shapes sat in the messages themselves: Row.shape and
+// ValidationCase.shape (field 2, a message {1: m, 2: n, 3: k}) and RowCheck.m/n/k (fields 2-4).
+// They are now unknown fields; each becomes arm 1 of ProblemShape (the first workload's arm).
+pb::Message* LegacyArm(contract::ProblemShape* p) {
+  const pb::FieldDescriptor* arm = p->GetDescriptor()->FindFieldByNumber(1);
+  return p->GetReflection()->MutableMessage(p, arm);
+}
+
+bool UpgradeShapeHolder(pb::Message* m, contract::ProblemShape* problem) {
+  pb::UnknownFieldSet* unknown = m->GetReflection()->MutableUnknownFields(m);
+  bool changed = false;
+  for (int i = unknown->field_count() - 1; i >= 0; --i) {
+    const pb::UnknownField& f = unknown->field(i);
+    if (f.number() == 2 && f.type() == pb::UnknownField::TYPE_LENGTH_DELIMITED) {
+      changed |= LegacyArm(problem)->ParseFromString(f.length_delimited());
+      unknown->DeleteSubrange(i, 1);
+    }
+  }
+  return changed;
+}
+
+bool UpgradeRowCheck(evidence::RowCheck* rc) {
+  pb::UnknownFieldSet* unknown = rc->GetReflection()->MutableUnknownFields(rc);
+  pb::Message* arm = nullptr;
+  for (int i = unknown->field_count() - 1; i >= 0; --i) {
+    const pb::UnknownField& f = unknown->field(i);
+    if (f.number() < 2 || f.number() > 4 || f.type() != pb::UnknownField::TYPE_VARINT) continue;
+    if (arm == nullptr) arm = LegacyArm(rc->mutable_problem());
+    // m, n, k were fields 2, 3, 4; they are fields 1, 2, 3 of the arm.
+    const pb::FieldDescriptor* d = arm->GetDescriptor()->FindFieldByNumber(f.number() - 1);
+    if (d != nullptr) arm->GetReflection()->SetInt32(arm, d, static_cast<int32_t>(f.varint()));
+    unknown->DeleteSubrange(i, 1);
+  }
+  return arm != nullptr;
+}
+
+bool UpgradeContract(contract::Contract* c) {
+  bool changed = false;
+  for (contract::Row& r : *c->mutable_rows())
+    changed |= UpgradeShapeHolder(&r, r.mutable_problem());
+  for (contract::ValidationCase& vc : *c->mutable_validation()->mutable_cases())
+    changed |= UpgradeShapeHolder(&vc, vc.mutable_problem());
+  return changed;
+}
+
+bool UpgradeRecord(evidence::EvidenceRecord* r) {
+  bool changed = false;
+  for (evidence::RowCheck& rc : *r->mutable_cases()) changed |= UpgradeRowCheck(&rc);
+  return changed;
+}
+
+bool UpgradeValidation(evidence::Validation* v) {
+  bool changed = false;
+  for (evidence::RowCheck& rc : *v->mutable_rows()) changed |= UpgradeRowCheck(&rc);
+  for (evidence::EvidenceRecord& r : *v->mutable_records()) changed |= UpgradeRecord(&r);
+  return changed;
+}
+
+}  // namespace
+
+absl::Status Ledger::MigrateToV4() {
+  // Rewrites every stored body that holds a shape; a contract's digest follows its new body.
+  // Its id does not change (ids are names, not digests of the current encoding).
+  CAKE_RETURN_IF_ERROR(
+      db_->Exec("DROP TRIGGER IF EXISTS contracts_immutable_update; "
+                "DROP TRIGGER IF EXISTS contracts_immutable_delete;"));
+  auto rewrite = [&](const char* table, const char* key,
+                     const std::function<absl::StatusOr<std::string>(const std::string&)>& fn)
+      -> absl::Status {
+    std::vector<std::pair<std::string, std::string>> rows;
+    {
+      CAKE_ASSIGN_OR_RETURN(Stmt s,
+                            db_->Prepare(absl::StrCat("SELECT ", key, ", body FROM ", table)));
+      while (s.Step()) rows.emplace_back(s.Text(0), s.Blob(1));
+      CAKE_RETURN_IF_ERROR(s.status());
+    }
+    for (const auto& [k, body] : rows) {
+      CAKE_ASSIGN_OR_RETURN(std::string upgraded, fn(body));
+      if (upgraded.empty()) continue;
+      const bool contracts = std::string(table) == "contracts";
+      CAKE_ASSIGN_OR_RETURN(Stmt up, db_->Prepare(absl::StrCat("UPDATE ", table, " SET body = ?",
+                                                               contracts ? ", body_sha256 = ?" : "",
+                                                               " WHERE ", key, " = ?")));
+      up.BindBlob(1, upgraded);
+      if (contracts) {
+        up.Bind(2, base::Sha256Hex(upgraded)).Bind(3, k);
+      } else {
+        up.Bind(2, k);
+      }
+      CAKE_RETURN_IF_ERROR(up.Run());
+    }
+    return absl::OkStatus();
+  };
+  CAKE_RETURN_IF_ERROR(
+      rewrite("contracts", "id", [](const std::string& body) -> absl::StatusOr<std::string> {
+        contract::Contract c;
+        if (!c.ParseFromString(body)) return absl::DataLossError("a contract body does not parse");
+        return UpgradeContract(&c) ? c.SerializeAsString() : std::string();
+      }));
+  CAKE_RETURN_IF_ERROR(
+      rewrite("validations", "id", [](const std::string& body) -> absl::StatusOr<std::string> {
+        evidence::Validation v;
+        if (!v.ParseFromString(body))
+          return absl::DataLossError("a validation body does not parse");
+        return UpgradeValidation(&v) ? v.SerializeAsString() : std::string();
+      }));
+  CAKE_RETURN_IF_ERROR(
+      rewrite("evidence_records", "id", [](const std::string& body) -> absl::StatusOr<std::string> {
+        evidence::EvidenceRecord r;
+        if (!r.ParseFromString(body)) return absl::DataLossError("an evidence body does not parse");
+        return UpgradeRecord(&r) ? r.SerializeAsString() : std::string();
+      }));
   return db_->Exec(kContractTriggers);
 }
 

@@ -26,7 +26,9 @@
 //   measure_requests(idempotency_key, candidate_id, job_id)  a retried Measure queues nothing
 //   write_probe(id, at_ms)                    written at open: a full disk refuses the start
 //   job_attempts.outcome 'SHUTDOWN'           killed by a graceful stop: re-queued, not counted
-// Opening an older ledger migrates it to v3 in one transaction.
+// Schema v4 keeps every shape as a workload's arm of contract.ProblemShape: stored contracts,
+//   validations and evidence records are rewritten from the GEMM-only fields they had.
+// Opening an older ledger migrates it to v4 in one transaction.
 //
 // Values (requests, reports, record bodies) above kMaxBoundBytes (sqlite.h, 32 MiB) are refused
 // with RESOURCE_EXHAUSTED, whatever table they are for.
@@ -55,7 +57,7 @@ namespace cake::ledger {
 class Db;
 
 inline constexpr int64_t kApplicationId = 0x43414B45;  // "CAKE"
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 enum class JobState { kQueued, kRunning, kDone, kFailed, kInterrupted };
 std::string JobStateName(JobState s);
@@ -178,6 +180,7 @@ class Ledger {
   Ledger() = default;
   absl::Status Migrate();
   absl::Status MigrateToV3();
+  absl::Status MigrateToV4();
   absl::Status ProbeWrite();
   std::recursive_mutex mu_;
   int depth_ = 0;  // Atomically() nesting, guarded by mu_

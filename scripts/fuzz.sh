@@ -31,6 +31,7 @@ for name in "${names[@]}"; do
     status=1
   fi
   grep -E "stat::number_of_executed_units|stat::peak_rss_mb|cov:" "$build/$name.log" | tail -3
-  "$build/bin/${name}_fuzzer" -merge=1 "$corpus" "$found" -max_len=$max_len 2>/dev/null || true
+  "$build/bin/${name}_fuzzer" -merge=1 "$corpus" "$found" -max_len=$max_len \
+    -artifact_prefix="$crashes/" 2>>"$build/$name.log" || true
 done
 exit $status

@@ -2,6 +2,7 @@
 //   caked --state-dir DIR --listen unix:PATH|host:port [--config FILE]
 // Logs to stderr (journald-friendly). With systemd (Type=notify) it reports READY=1 once the
 // ledger is open and the server listens, STATUS= with the queue depth, and WATCHDOG=1.
+#include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
@@ -121,7 +122,20 @@ int main(int argc, char** argv) {
     return 1;
   }
   cfg.state_dir = fs::absolute(cfg.state_dir).lexically_normal().string();
-  ::chmod(cfg.state_dir.c_str(), 0750);
+  // A root caked runs its workers as an unprivileged user: they may traverse the state
+  // directory to reach their job directories and the artifact store (0751), nothing more.
+  int64_t worker_uid = -1, worker_gid = -1;
+  if (::geteuid() == 0 && !cfg.worker_user.empty()) {
+    const struct passwd* pw = ::getpwnam(cfg.worker_user.c_str());
+    if (pw == nullptr) {
+      spdlog::critical("worker_user '{}' does not exist (set worker_user = \"\" to keep root)",
+                       cfg.worker_user);
+      return 1;
+    }
+    worker_uid = pw->pw_uid;
+    worker_gid = pw->pw_gid;
+  }
+  ::chmod(cfg.state_dir.c_str(), worker_uid >= 0 ? 0751 : 0750);
   if (access(cfg.worker_path.c_str(), X_OK) != 0) {
     spdlog::critical("cake-worker not found or not executable at {} (use --worker)",
                      cfg.worker_path);
@@ -186,6 +200,15 @@ int main(int argc, char** argv) {
   ocfg.job_max_processes = cfg.job_pids_max;
   ocfg.compile_address_space_bytes = cfg.compile_address_space_bytes;
   ocfg.contract_id_key = *contract_key;
+  ocfg.worker_uid = worker_uid;
+  ocfg.worker_gid = worker_gid;
+  if (worker_uid >= 0) {
+    // The work directory and the artifact store must be reachable by the worker uid.
+    for (const fs::path& d : {fs::path(cfg.state_dir) / "work", fs::path(ocfg.store_root)}) {
+      fs::create_directories(d, ec);
+      ::chmod(d.c_str(), 0755);
+    }
+  }
   cake::server::Orchestrator orch(ledger->get(), ocfg);
   const std::string boot_id = RandomHex(8);
   absl::Status started = orch.Start(boot_id);

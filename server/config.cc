@@ -47,6 +47,8 @@ absl::Status ApplyConfigFile(const std::string& path, DaemonConfig* c) {
       s = as_int(&c->compile_timeout_ms);
     else if (key == "gpu_timeout_ms")
       s = as_int(&c->gpu_timeout_ms);
+    else if (key == "worker_user")
+      c->worker_user = value;
     else if (key == "job_containment") {
       if (value != "auto" && value != "process_group")
         return absl::InvalidArgumentError(

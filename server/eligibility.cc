@@ -5,7 +5,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "workloads/gemm_cases.h"
+#include "workloads/workload.h"
 
 namespace cake::server {
 namespace {
@@ -85,7 +85,8 @@ evidence::Eligibility DeriveEligibility(const contract::Contract& c,
   return e;
 }
 
-std::string CheckValidationPolicy(const contract::ValidationPolicy& p) {
+std::string CheckValidationPolicy(const contract::ValidationPolicy& p,
+                                  const workloads::Workload& w) {
   std::set<std::string> names;
   for (const contract::EvidenceRequirement& r : p.evidence()) {
     if (r.kind() == evidence::EVIDENCE_KIND_UNSPECIFIED || r.kind() == evidence::TIMED_OUTPUT)
@@ -105,13 +106,11 @@ std::string CheckValidationPolicy(const contract::ValidationPolicy& p) {
     if (c.name().empty()) return "validation.cases: a case has no name";
     if (!cases.insert(c.name()).second)
       return absl::StrCat("validation.cases: '", c.name(), "' listed twice");
-    const auto& s = c.shape();
-    if (s.m() <= 0 || s.n() <= 0 || s.k() <= 0 || s.k() % 8 != 0)
+    if (absl::Status s = w.CheckShape(c.problem()); !s.ok())
+      return absl::StrCat("validation case '", c.name(), "': ", s.message());
+    if (w.WorkUnits(c.problem()) > (int64_t{1} << 31))
       return absl::StrCat("validation case '", c.name(),
-                          "': shape must be positive with K a multiple of 8");
-    if (int64_t(s.m()) * s.n() * s.k() > (int64_t{1} << 31))
-      return absl::StrCat("validation case '", c.name(),
-                          "' is too large for a full oracle (at most 2^31 multiply-adds)");
+                          "' is too large for a full oracle (at most 2^31 work units)");
   }
   return "";
 }

@@ -9,6 +9,7 @@
 
 #include "cake/contract.pb.h"
 #include "cake/evidence.pb.h"
+#include "workloads/workload.h"
 
 namespace cake::server {
 
@@ -26,6 +27,7 @@ evidence::Eligibility DeriveEligibility(const contract::Contract& c,
 
 // INVALID_ARGUMENT text for a malformed policy ("" when it is fine): unknown kinds or tools, a
 // tool outside SANITIZER, duplicates.
-std::string CheckValidationPolicy(const contract::ValidationPolicy& p);
+std::string CheckValidationPolicy(const contract::ValidationPolicy& p,
+                                  const workloads::Workload& w);
 
 }  // namespace cake::server

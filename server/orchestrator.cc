@@ -19,10 +19,10 @@
 #include "eligibility.h"
 #include "gpuqueue/nvml.h"
 #include "gpuqueue/sandbox.h"
-#include "gpuqueue/stopping.h"
+#include "protocol/stopping.h"
 #include "request_limits.h"
 #include "spdlog/spdlog.h"
-#include "workloads/gemm_cases.h"
+#include "workloads/workload.h"
 
 namespace cake::server {
 namespace {
@@ -40,38 +40,33 @@ uint64_t FreshSeed() {
   return (uint64_t{rd()} << 32) ^ rd();
 }
 
-// Contract sanity: what the orchestrator needs to run it. INVALID_ARGUMENT otherwise.
+// Contract sanity: what the orchestrator needs to run it, then what its workload requires.
+// INVALID_ARGUMENT otherwise.
 absl::Status CheckContract(const contract::Contract& c) {
   if (c.name().empty()) return absl::InvalidArgumentError("contract has no name");
-  if (c.operation() != "gemm_bf16_tn")
-    return absl::InvalidArgumentError(
-        absl::StrCat("unsupported operation '", c.operation(), "' (supported: gemm_bf16_tn)"));
+  const workloads::Workload* w = workloads::FindWorkload(c.operation());
+  if (w == nullptr) return workloads::UnknownOperation(c.operation());
   if (c.rows().empty()) return absl::InvalidArgumentError("contract has no rows");
   bool required = false;
   for (const contract::Row& r : c.rows()) {
     if (r.name().empty()) return absl::InvalidArgumentError("a row has no name");
-    const auto& s = r.shape();
-    if (s.m() <= 0 || s.n() <= 0 || s.k() <= 0 || s.k() % 8 != 0)
-      return absl::InvalidArgumentError(
-          absl::StrCat("row '", r.name(), "': shape must be positive with K a multiple of 8"));
+    if (absl::Status s = w->CheckShape(r.problem()); !s.ok())
+      return absl::InvalidArgumentError(absl::StrCat("row '", r.name(), "': ", s.message()));
     required |= r.required() && !r.held_out();
   }
   if (!required)
     return absl::InvalidArgumentError("contract needs at least one required, non-held-out row");
-  if (c.tolerance().max_relative_l2() <= 0 || c.tolerance().rtol() <= 0)
-    return absl::InvalidArgumentError("contract tolerance must be positive");
   for (const std::string& t : {c.compile_target(), c.execution_target()}) {
     auto target = compiler::TargetByName(t);
     if (!target.ok()) return absl::InvalidArgumentError(target.status().message());
   }
-  if (c.output_dtype() != "bf16" && c.output_dtype() != "f32")
-    return absl::InvalidArgumentError("output_dtype must be bf16 or f32");
-  if (auto configs = gpuqueue::TimingConfigs(c.protocol()); !configs.ok())
+  if (absl::Status s = w->CheckContract(c); !s.ok()) return s;
+  if (auto configs = protocol::TimingConfigs(c.protocol()); !configs.ok())
     return absl::InvalidArgumentError(absl::StrCat("protocol: ", configs.status().message()));
   if (c.protocol().throttle_fraction() < 0 || c.protocol().throttle_fraction() >= 1)
     return absl::InvalidArgumentError("protocol.throttle_fraction must be in [0, 1)");
   if (c.has_validation())
-    if (std::string bad = CheckValidationPolicy(c.validation()); !bad.empty())
+    if (std::string bad = CheckValidationPolicy(c.validation(), *w); !bad.empty())
       return absl::InvalidArgumentError(bad);
   auto parsed = compiler::ParseModuleText(c.baseline_schedule(), "baseline_schedule");
   if (!parsed.ok())
@@ -113,6 +108,8 @@ absl::Status Orchestrator::Start(const std::string& boot_id) {
       config_.job_cgroups);
   sandbox_note_ = config_.confine_workers ? gpuqueue::DescribeSandboxSupport()
                                           : "workers are not confined (confine_workers = false)";
+  if (config_.confine_workers && config_.worker_uid >= 0)
+    absl::StrAppend(&sandbox_note_, "; workers run as uid ", config_.worker_uid);
   spdlog::info("job containment: {}", containment_->Describe());
   spdlog::info("worker sandbox: {}", sandbox_note_);
   // What a dead boot left running dies before its job is re-queued beside it.
@@ -196,6 +193,9 @@ gpuqueue::SandboxOptions Orchestrator::WorkerOptions(const std::string& job_name
     spec.job_dir = (fs::path(config_.state_dir) / "work" / job_name).string();
     spec.writable = config_.worker_writable;
     spec.writable.push_back(config_.store_root);
+    spec.writable.push_back((fs::path(config_.store_root) / "tmp").string());
+    spec.run_as_uid = config_.worker_uid;
+    spec.run_as_gid = config_.worker_gid;
     spec.protected_dirs = {config_.state_dir};
     spec.gpu = gpu;
     spec.cpu_seconds =

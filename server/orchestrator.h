@@ -57,6 +57,7 @@ struct OrchestratorConfig {
   int64_t job_file_size_bytes = int64_t{4} << 30;          // RLIMIT_FSIZE. Default: 4 GiB
   int64_t job_max_processes = 512;           // RLIMIT_NPROC headroom without a pids controller
   std::vector<std::string> worker_writable;  // extra read-write trees for workers (test hooks)
+  int64_t worker_uid = -1, worker_gid = -1;  // a root daemon's workers run as these; -1 = same
   std::string contract_id_key;  // secret of the keyed contract ids (STATE_DIR/keys/contract-id)
 };
 

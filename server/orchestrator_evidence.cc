@@ -6,10 +6,10 @@
 #include "compiler/canonical.h"
 #include "compiler/parse.h"
 #include "eligibility.h"
-#include "gpuqueue/paired_verdict.h"
 #include "orchestrator.h"
+#include "protocol/paired_verdict.h"
 #include "spdlog/spdlog.h"
-#include "workloads/gemm_cases.h"
+#include "workloads/workload.h"
 
 namespace cake::server {
 namespace {
@@ -113,7 +113,7 @@ absl::Status Orchestrator::OnMeasured(const ledger::Job& job, const worker::Repl
   CAKE_ASSIGN_OR_RETURN(contract::Contract c, ledger_->GetContract(cand.contract_id()));
   // The daemon judges the raw samples itself: the worker's verdict is not taken on trust.
   evidence::Measurement m = reply.measurement();
-  gpuqueue::JudgeMeasurement(&m, c);
+  protocol::JudgeMeasurement(&m, c);
   const bool inputs_mutable = workloads::EffectivePolicy(c).inputs_mutable();
   return ledger_->Atomically([&]() -> absl::Status {
     CAKE_RETURN_IF_ERROR(ledger_->FinishJob(job.id, true, ""));
@@ -137,10 +137,14 @@ absl::Status Orchestrator::OnMeasured(const ledger::Job& job, const worker::Repl
       r.set_failure(chk.first_failure());
       r.mutable_coverage()->set_launches(chk.launches_checked());
       r.mutable_coverage()->set_scope(
-          absl::StrCat("every timed launch: ", chk.projections(),
-                       " random projections of its output against the oracle's, input checksums"));
+          chk.scope().empty()
+              ? absl::StrCat("every timed launch: ", chk.projections(),
+                             " random projections of its output against the oracle's, input "
+                             "checksums")
+              : chk.scope());
       r.mutable_coverage()->set_not_covered(
-          "errors orthogonal to every projection (probability ~2^-projections per launch)");
+          "output errors the workload's check cannot see (a projection's null space, points "
+          "outside the sample)");
       r.set_summary(absl::StrCat(chk.launches_checked(), " timed launches checked, ",
                                  chk.mismatches(), " mismatches, ", chk.inputs_modified(),
                                  " with inputs modified"));

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <chrono>
 #include <filesystem>
+#include <limits>
 #include <map>
 
 #include "clients/report.h"
@@ -90,6 +92,24 @@ TEST(Report, UnknownDeviceDrawsNoRoofAndTextIsEscaped) {
   EXPECT_EQ(html.find("<polyline"), std::string::npos);
   EXPECT_EQ(html.find("<script>"), std::string::npos);
   EXPECT_NE(html.find("&lt;script&gt;"), std::string::npos);
+}
+
+// A worker's reply is untrusted: latencies of 0, 1e-300 or infinity once made the roofline's
+// tick loops run forever. Such points are left out and the page still renders, bounded.
+TEST(Report, AbsurdLatenciesAreLeftOutOfThePlotNotLoopedOver) {
+  clients::ReportInput in = DemoInput();
+  ASSERT_FALSE(in.candidates.empty());
+  for (double us : {0.0, 1e-300, std::numeric_limits<double>::infinity(),
+                    std::numeric_limits<double>::quiet_NaN(), -5.0}) {
+    for (auto& c : in.candidates)
+      for (auto& m : *c.mutable_measurements())
+        for (auto& r : *m.mutable_rows()) r.set_challenger_median_us(us);
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string html = clients::RenderHtmlReport(in);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5)) << us;
+    EXPECT_NE(html.find("</html>"), std::string::npos) << us;
+    EXPECT_LT(html.size(), size_t{4} << 20) << us;
+  }
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 #include "compiler/parse.h"
 #include "google/protobuf/text_format.h"
 #include "test_util.h"
-#include "workloads/warp_gemm_space.h"
+#include "workloads/gemm_bf16/space.h"
 
 namespace cake {
 namespace {
@@ -63,12 +63,12 @@ TEST(Emission, EveryLoweredOperationHasASourceRange) {
 
 TEST(Emission, DistinctDecisionsGiveDistinctSource) {
   std::set<std::string> sources;
-  for (const auto& p : workloads::WarpGemmCandidates()) {
+  for (const auto& p : workloads::gemm_bf16::WarpGemmCandidates()) {
     compiler::ParsedModule m;
-    m.module = workloads::MakeWarpGemm(p);
+    m.module = workloads::gemm_bf16::MakeWarpGemm(p);
     sources.insert(EmitText(m));
   }
-  EXPECT_EQ(sources.size(), workloads::WarpGemmCandidates().size());
+  EXPECT_EQ(sources.size(), workloads::gemm_bf16::WarpGemmCandidates().size());
 }
 
 TEST(Emission, RejectedScheduleEmitsNothing) {

@@ -6,7 +6,7 @@
 #include "compiler/canonical.h"
 #include "compiler/parse.h"
 #include "test_util.h"
-#include "workloads/warp_gemm_space.h"
+#include "workloads/gemm_bf16/space.h"
 
 namespace cake {
 namespace {
@@ -96,7 +96,8 @@ TEST(Hash, GoldenHashesAreStableAcrossMachines) {
 TEST(Hash, BundledExampleEqualsTheDefaultSpacePoint) {
   auto parsed = testing::MustParse(testing::SourceDir() / "examples/gemm_bf16.textproto");
   EXPECT_EQ(compiler::ScheduleHash(parsed.module),
-            compiler::ScheduleHash(workloads::MakeWarpGemm(workloads::WarpGemmParams{})));
+            compiler::ScheduleHash(
+                workloads::gemm_bf16::MakeWarpGemm(workloads::gemm_bf16::WarpGemmParams{})));
 }
 
 TEST(Hash, CanonicalizationIsIdempotent) {

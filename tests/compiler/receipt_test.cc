@@ -10,7 +10,7 @@
 #include "compiler/artifact_store.h"
 #include "compiler/compiler.h"
 #include "test_util.h"
-#include "workloads/warp_gemm_space.h"
+#include "workloads/gemm_bf16/space.h"
 
 namespace cake {
 namespace {
@@ -86,9 +86,10 @@ TEST(ReceiptSpace, EveryCandidateCompiles) {
     auto target = compiler::TargetByName(t);
     ASSERT_TRUE(target.ok());
     std::set<std::string> cubins;
-    for (const workloads::WarpGemmParams& p : workloads::WarpGemmCandidates()) {
+    for (const workloads::gemm_bf16::WarpGemmParams& p :
+         workloads::gemm_bf16::WarpGemmCandidates()) {
       compiler::ParsedModule parsed;
-      parsed.module = workloads::MakeWarpGemm(p);
+      parsed.module = workloads::gemm_bf16::MakeWarpGemm(p);
       auto c = compiler::Compile(parsed, **target, opts);
       ASSERT_TRUE(c.ok()) << c.status();
       ASSERT_TRUE(c->receipt.has_value()) << p.Describe() << compiler::ToJson(c->analysis);
@@ -96,7 +97,8 @@ TEST(ReceiptSpace, EveryCandidateCompiles) {
           << t << " " << p.Describe() << compiler::ToJson(*c->receipt);
       cubins.insert(c->receipt->cubin_sha256());
     }
-    EXPECT_EQ(cubins.size(), workloads::WarpGemmCandidates().size()) << "candidates are distinct";
+    EXPECT_EQ(cubins.size(), workloads::gemm_bf16::WarpGemmCandidates().size())
+        << "candidates are distinct";
   }
   fs::remove_all(store);
 }

@@ -21,7 +21,7 @@
 #include "google/protobuf/text_format.h"
 #include "tests/compiler/test_util.h"
 #include "tests/server/daemon_fixture.h"
-#include "workloads/warp_gemm_space.h"
+#include "workloads/gemm_bf16/space.h"
 
 namespace cake::fault {
 namespace {
@@ -157,8 +157,8 @@ contract::Contract BundledContract() {
 
 // A distinct, legal schedule per n (a different module name changes the hash, not the kernel).
 std::string Schedule(int n) {
-  static const auto space = workloads::WarpGemmCandidates();
-  ir::Module m = workloads::MakeWarpGemm(space[static_cast<size_t>(n) % space.size()]);
+  static const auto space = workloads::gemm_bf16::WarpGemmCandidates();
+  ir::Module m = workloads::gemm_bf16::MakeWarpGemm(space[static_cast<size_t>(n) % space.size()]);
   m.set_name(absl::StrCat("fault_", n));
   std::string text;
   google::protobuf::TextFormat::PrintToString(m, &text);

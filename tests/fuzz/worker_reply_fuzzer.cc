@@ -11,7 +11,7 @@
 #include "clients/report.h"
 #include "fuzz_fixture.h"
 #include "gpuqueue/framing.h"
-#include "gpuqueue/paired_verdict.h"
+#include "protocol/paired_verdict.h"
 #include "server/candidate_view.h"
 #include "server/eligibility.h"
 
@@ -25,14 +25,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   cand.set_id("c1-fuzz");
   if (reply.has_measurement()) {
     cake::evidence::Measurement m = reply.measurement();
-    cake::gpuqueue::JudgeMeasurement(&m, contract);
+    cake::protocol::JudgeMeasurement(&m, contract);
     *cand.add_measurements() = m;
   }
   if (reply.has_validation()) {
     *cand.mutable_validation() = reply.validation();
     for (const auto& r : reply.validation().records()) *cand.add_evidence() = r;
-    *cand.mutable_eligibility() = cake::server::DeriveEligibility(
-        contract, {cand.evidence().begin(), cand.evidence().end()});
+    *cand.mutable_eligibility() =
+        cake::server::DeriveEligibility(contract, {cand.evidence().begin(), cand.evidence().end()});
   }
   if (reply.has_compile())
     for (const auto& r : reply.compile().results()) {

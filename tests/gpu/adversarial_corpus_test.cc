@@ -5,6 +5,8 @@
 // expectations, compute-sanitizer.
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include <chrono>
 
 #include "tests/gpu/gpu_test_util.h"

@@ -18,8 +18,8 @@
 #include "compiler/canonical.h"
 #include "compiler/compiler.h"
 #include "gpuqueue/sandbox.h"
-#include "workloads/gemm_cases.h"
-#include "workloads/warp_gemm_space.h"
+#include "workloads/gemm_bf16/gemm_bf16.h"
+#include "workloads/gemm_bf16/space.h"
 
 namespace cake::testing {
 
@@ -59,7 +59,7 @@ inline std::string GpuSkipReason() {
 // The bundled warp-GEMM schedule, lowered for sm_90.
 inline absl::StatusOr<worker::KernelRef> BundledKernel(const std::string& name = "bundled") {
   compiler::ParsedModule parsed;
-  parsed.module = workloads::MakeWarpGemm({});
+  parsed.module = workloads::gemm_bf16::MakeWarpGemm({});
   compiler::CompileOptions opts;
   opts.store_root = (fs::temp_directory_path() / "cake_gpu_test_store").string();
   auto target = compiler::TargetByName("sm_90");
@@ -97,8 +97,23 @@ inline absl::StatusOr<worker::KernelRef> CorpusKernel(const std::string& name, i
   r->set_artifact_dir(dir.string());
   r->set_cubin_sha256(base::Sha256Hex(bytes.str()));
   r->set_threads_per_cta(256);
-  r->set_tile_m(16);
-  r->set_tile_n(16);
+  // The corpus kernels take the warp GEMM's ABI: (A, B, C, M, N, K), 16x16 tiles.
+  report::LaunchSpec* l = r->mutable_launch();
+  for (const char* t : {"A", "B", "C"}) {
+    auto* a = l->add_args();
+    a->set_kind(report::LaunchSpec::Arg::TENSOR);
+    a->set_name(t);
+  }
+  for (const char* sc : {"M", "N", "K"}) {
+    auto* a = l->add_args();
+    a->set_kind(report::LaunchSpec::Arg::SCALAR);
+    a->set_name(sc);
+  }
+  l->mutable_grid_x()->set_extent("N");
+  l->mutable_grid_x()->set_divisor(16);
+  l->mutable_grid_y()->set_extent("M");
+  l->mutable_grid_y()->set_divisor(16);
+  l->set_threads_per_cta(256);
   r->set_outcome(report::LoweringReceipt::PASS);
   return ref;
 }
@@ -115,12 +130,10 @@ inline contract::Contract SmallContract(const std::vector<std::string>& configs 
   c.mutable_tolerance()->set_max_relative_l2(0.008);
   contract::Row* row = c.add_rows();
   row->set_name("square_512");
-  row->mutable_shape()->set_m(512);
-  row->mutable_shape()->set_n(512);
-  row->mutable_shape()->set_k(512);
+  *row->mutable_problem() = workloads::gemm_bf16::Problem(512, 512, 512);
   row->set_weight(1);
   row->set_required(true);
-  *c.mutable_validation() = workloads::DefaultValidationPolicy();
+  *c.mutable_validation() = workloads::gemm_bf16::GemmWorkload().DefaultPolicy();
   c.mutable_validation()->set_launch_timeout_s(5);
   for (const char* tool : {"memcheck", "racecheck", "initcheck", "synccheck"}) {
     contract::EvidenceRequirement* e = c.mutable_validation()->add_evidence();

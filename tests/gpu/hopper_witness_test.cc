@@ -16,16 +16,17 @@
 #include "compiler/artifact_store.h"
 #include "compiler/canonical.h"
 #include "compiler/compiler.h"
-#include "gpuqueue/cuda_driver.h"
-#include "gpuqueue/gemm_kernel.h"
-#include "workloads/gemm_oracle.h"
-#include "workloads/warp_gemm_space.h"
+#include "gpuqueue/worker/cuda_driver.h"
+#include "gpuqueue/worker/kernel.h"
+#include "workloads/gemm_bf16/gemm_bf16.h"
+#include "workloads/gemm_bf16/space.h"
+#include "workloads/numeric.h"
 
 namespace cake {
 namespace {
 
 namespace fs = std::filesystem;
-using workloads::WarpGemmParams;
+using workloads::gemm_bf16::WarpGemmParams;
 
 struct Shape {
   int m, n, k;
@@ -80,7 +81,7 @@ class HopperWitness : public ::testing::Test {
 
   void RunVariant(const WarpGemmParams& params) {
     compiler::ParsedModule parsed;
-    parsed.module = workloads::MakeWarpGemm(params);
+    parsed.module = workloads::gemm_bf16::MakeWarpGemm(params);
     parsed.file = params.Describe();
     const fs::path store = fs::temp_directory_path() / "cake_witness_store";
     compiler::CompileOptions opts;
@@ -95,7 +96,7 @@ class HopperWitness : public ::testing::Test {
     ASSERT_EQ(receipt.outcome(), report::LoweringReceipt::PASS) << compiler::ToJson(receipt);
     const std::string cubin = ReadFile(fs::path(receipt.artifact_dir()) / "kernel.cubin");
     ASSERT_EQ(base::Sha256Hex(cubin), receipt.cubin_sha256());
-    auto kernel = gpuqueue::GemmKernel::Load(*driver_, cubin, receipt);
+    auto kernel = gpuqueue::Kernel::Load(*driver_, cubin, receipt);
     ASSERT_TRUE(kernel.ok()) << kernel.status();
 
     const bool bf16_out = params.out == ir::BF16;
@@ -114,8 +115,10 @@ class HopperWitness : public ::testing::Test {
       ASSERT_TRUE(db->Upload(b.data(), b.size() * 2).ok());
       // Poison: all-ones is NaN in both BF16 and FP32; any element left unwritten fails.
       ASSERT_TRUE(dc->Fill32(0xFFFFFFFFu).ok());
-      absl::Status launched =
-          (*kernel)->Launch(nullptr, da->ptr(), db->ptr(), dc->ptr(), s.m, s.n, s.k);
+      gpuqueue::KernelArgs args;
+      args.tensors = {{"A", da->ptr()}, {"B", db->ptr()}, {"C", dc->ptr()}};
+      args.scalars = {{"M", s.m}, {"N", s.n}, {"K", s.k}};
+      absl::Status launched = (*kernel)->Launch(nullptr, args);
       ASSERT_TRUE(launched.ok()) << launched;
       ASSERT_TRUE(driver_->Check(driver_->CtxSynchronize(), "cuCtxSynchronize").ok());
       std::vector<double> out(out_elems);
@@ -128,8 +131,8 @@ class HopperWitness : public ::testing::Test {
         ASSERT_TRUE(dc->Download(raw.data(), out_bytes).ok());
         for (size_t i = 0; i < out_elems; ++i) out[i] = raw[i];
       }
-      const auto ref = workloads::ReferenceGemm(a, b, s.m, s.n, s.k);
-      const auto tol = workloads::GemmTolerance(bf16_out, s.k);
+      const auto ref = workloads::gemm_bf16::ReferenceGemm(a, b, s.m, s.n, s.k);
+      const auto tol = workloads::gemm_bf16::GemmTolerance(bf16_out, s.k);
       const auto cmp = workloads::Compare(out, ref, tol.rtol, tol.atol, tol.max_relative_l2);
       nlohmann::json row;
       row["schedule"] = params.Describe();
@@ -199,7 +202,7 @@ TEST_F(HopperWitness, WideWarpGrid) {
 }
 
 TEST_F(HopperWitness, EveryProposerCandidate) {
-  for (const WarpGemmParams& p : workloads::WarpGemmCandidates()) RunVariant(p);
+  for (const WarpGemmParams& p : workloads::gemm_bf16::WarpGemmCandidates()) RunVariant(p);
 }
 
 }  // namespace

@@ -7,15 +7,17 @@
 #include <cmath>
 #include <random>
 
-#include "gpuqueue/cupti_spans.h"
-#include "gpuqueue/device_session.h"
-#include "gpuqueue/helper_kernels.h"
-#include "gpuqueue/measure_runner.h"
 #include "gpuqueue/nvml.h"
-#include "gpuqueue/paired_verdict.h"
-#include "gpuqueue/validate_runner.h"
+#include "gpuqueue/worker/cupti_spans.h"
+#include "gpuqueue/worker/device_session.h"
+#include "gpuqueue/worker/device_workload.h"
+#include "gpuqueue/worker/helper_kernels.h"
+#include "gpuqueue/worker/measure_runner.h"
+#include "gpuqueue/worker/validate_runner.h"
+#include "protocol/paired_verdict.h"
 #include "tests/gpu/gpu_test_util.h"
-#include "workloads/gemm_cases.h"
+#include "workloads/gemm_bf16/gemm_bf16.h"
+#include "workloads/numeric.h"
 
 namespace cake {
 namespace {
@@ -70,9 +72,9 @@ TEST_F(MeasureProtocol, FingerprintsMatchTheHostTwinAndCatchAWrongOutput) {
   auto a = workloads::RandomBf16(size_t(m) * k, rng), b = workloads::RandomBf16(size_t(n) * k, rng);
   const uint64_t su = rng(), sv = rng();
   double scale = 0;
-  const auto oracle = workloads::OracleFingerprint(a, b, m, n, k, su, sv, &scale);
+  const auto oracle = workloads::gemm_bf16::OracleFingerprint(a, b, m, n, k, su, sv, &scale);
   // The reference output, exactly, as FP32 -> fingerprint on the GPU equals the oracle's.
-  const auto ref = workloads::ReferenceGemm(a, b, m, n, k);
+  const auto ref = workloads::gemm_bf16::ReferenceGemm(a, b, m, n, k);
   std::vector<float> c(ref.begin(), ref.end());
   auto da = gpuqueue::DeviceBuffer::Allocate(d(), a.size() * 2);
   auto db = gpuqueue::DeviceBuffer::Allocate(d(), b.size() * 2);
@@ -97,19 +99,19 @@ TEST_F(MeasureProtocol, FingerprintsMatchTheHostTwinAndCatchAWrongOutput) {
   double v[16];
   ASSERT_TRUE(out->Download(v, sizeof(v)).ok());
   EXPECT_NEAR(std::sqrt(v[4]), scale, 1e-9 * scale);
-  const auto host_obs = workloads::OutputFingerprint(ref, m, n, su, sv);
+  const auto host_obs = workloads::gemm_bf16::OutputFingerprint(ref, m, n, su, sv);
   for (int p = 0; p < 4; ++p) {
     EXPECT_NEAR(v[p], oracle[p], 1e-6 * scale) << "oracle side, projection " << p;
     EXPECT_NEAR(v[5 + p], host_obs[p], 1e-6 * scale) << "output side, projection " << p;
-    EXPECT_NEAR(v[5 + p], v[p], workloads::FingerprintTolerance(scale, 1e-6));
+    EXPECT_NEAR(v[5 + p], v[p], workloads::gemm_bf16::FingerprintTolerance(scale, 1e-6));
   }
   // The output of other inputs is far outside the tolerance in at least one projection.
   auto a2 = workloads::RandomBf16(a.size(), rng);
-  const auto other =
-      workloads::OutputFingerprint(workloads::ReferenceGemm(a2, b, m, n, k), m, n, su, sv);
+  const auto other = workloads::gemm_bf16::OutputFingerprint(
+      workloads::gemm_bf16::ReferenceGemm(a2, b, m, n, k), m, n, su, sv);
   double worst = 0;
   for (int p = 0; p < 4; ++p) worst = std::max(worst, std::fabs(other[p] - oracle[p]));
-  EXPECT_GT(worst, workloads::FingerprintTolerance(scale, 0.008));
+  EXPECT_GT(worst, workloads::gemm_bf16::FingerprintTolerance(scale, 0.008));
 }
 
 TEST_F(MeasureProtocol, BundledScheduleProducesEveryValidationRecord) {
@@ -143,16 +145,19 @@ TEST_F(MeasureProtocol, AATimingInEveryConfigurationIsCheckedAndNeverDecisive) {
   auto runner = gpuqueue::MeasureRunner::Create(*gpu_, o, nvml.ok() ? nvml->get() : nullptr,
                                                 cupti.ok() ? cupti->get() : nullptr);
   ASSERT_TRUE(runner.ok()) << runner.status();
-  contract::GemmShape s;
-  s.set_m(1024), s.set_n(1024), s.set_k(1024);
+  const contract::ProblemShape s = workloads::gemm_bf16::Problem(1024, 1024, 1024);
+  const gpuqueue::DeviceWorkload* dw = gpuqueue::FindDeviceWorkload("gemm_bf16_tn");
+  ASSERT_NE(dw, nullptr);
+  const contract::Contract small = testing::SmallContract();
   for (const char* name : {"eager/cold", "eager/warm", "graph/cold", "graph/warm"}) {
     contract::MeasurementProtocol p;
     p.add_configurations(name);
-    auto cfg = gpuqueue::TimingConfigs(p);
+    auto cfg = protocol::TimingConfigs(p);
     ASSERT_TRUE(cfg.ok());
-    auto rt = (*runner)->TimeRow(s, (*cfg)[0], {a->get()}, {b->get()}, std::random_device{}());
+    auto rt = (*runner)->TimeRow(*dw, small, s, (*cfg)[0], {a->get()}, {b->get()},
+                                 std::random_device{}());
     ASSERT_TRUE(rt.ok()) << name << ": " << rt.status();
-    gpuqueue::JudgeRow(&*rt, 0.02);
+    protocol::JudgeRow(&*rt, 0.02);
     EXPECT_NE(rt->verdict(), evidence::FASTER) << name;
     EXPECT_NE(rt->verdict(), evidence::SLOWER) << name;
     EXPECT_FALSE(rt->stop_reason().empty());

@@ -3,9 +3,9 @@
 // count that decides "unwritten".
 #include <gtest/gtest.h>
 
-#include "gpuqueue/validate_runner.h"
-#include "gpuqueue/worker_jobs.h"
-#include "workloads/gemm_cases.h"
+#include "gpuqueue/worker/validate_runner.h"
+#include "gpuqueue/worker/worker_jobs.h"
+#include "workloads/workload.h"
 
 namespace cake {
 namespace {
@@ -33,7 +33,9 @@ TEST(SanitizeJob, WithoutTheToolEveryRecordIsNotRunNeverPassed) {
   setenv("CAKE_COMPUTE_SANITIZER", "/nonexistent/compute-sanitizer", 1);
   worker::Request r;
   worker::SanitizeJob* job = r.mutable_sanitize();
-  *job->mutable_contract()->mutable_validation() = workloads::DefaultValidationPolicy();
+  job->mutable_contract()->set_operation("gemm_bf16_tn");
+  *job->mutable_contract()->mutable_validation() =
+      workloads::FindWorkload("gemm_bf16_tn")->DefaultPolicy();
   for (const char* t : {"memcheck", "racecheck"}) job->add_tools(t);
   const worker::Reply reply = gpuqueue::RunWorkerRequest(r);
   ASSERT_TRUE(reply.ok());
@@ -56,9 +58,9 @@ namespace {
 // (0x7FC0 in BF16) is a written value.
 TEST(Poison, CountsOnlyTheExactPoisonPattern) {
   const std::string bf16("\xFF\xFF\xC0\x7F\xFF\xFF\x80\x3F", 8);  // poison, NaN, poison, 1.0
-  EXPECT_EQ(gpuqueue::CountPoison(bf16, true), 2);
+  EXPECT_EQ(gpuqueue::CountPoison(bf16, 2), 2);
   const std::string f32("\xFF\xFF\xFF\xFF\x00\x00\xC0\x7F", 8);  // poison, NaN
-  EXPECT_EQ(gpuqueue::CountPoison(f32, false), 1);
+  EXPECT_EQ(gpuqueue::CountPoison(f32, 4), 1);
 }
 
 }  // namespace

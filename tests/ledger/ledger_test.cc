@@ -257,8 +257,27 @@ TEST_F(LedgerTest, MigratesARealVersionOneLedgerWithoutLosingRows) {
       EXPECT_TRUE(c.evidence().empty()) << "v1 kept no separate records";
     }
     EXPECT_GT(measured, 0);
+    // v4: the GEMM-only shapes became the gemm_bf16 arm of ProblemShape, values kept.
+    auto contracts = (*l)->ListContracts();
+    ASSERT_TRUE(contracts.ok());
+    ASSERT_FALSE(contracts->empty());
+    for (const auto& [id, c] : *contracts) {
+      for (const auto& row : c.rows()) {
+        EXPECT_TRUE(row.problem().has_gemm_bf16()) << row.name();
+        EXPECT_GT(row.problem().gemm_bf16().m(), 0) << row.name();
+        EXPECT_GT(row.problem().gemm_bf16().k(), 0) << row.name();
+      }
+      EXPECT_EQ(c.rows(0).GetReflection()->GetUnknownFields(c.rows(0)).field_count(), 0);
+    }
+    int64_t checks = 0;
+    for (const auto& c : all->candidates)
+      for (const auto& rc : c.validation().rows()) {
+        EXPECT_GT(rc.problem().gemm_bf16().n(), 0) << rc.row();
+        ++checks;
+      }
+    EXPECT_GT(checks, 0);
   }
-  EXPECT_EQ(Pragma(db, "user_version"), 3);
+  EXPECT_EQ(Pragma(db, "user_version"), ledger::kSchemaVersion);
   EXPECT_EQ(count("measurement_samples"), samples);
   EXPECT_EQ(count("evidence_records"), 0);
   std::string err;
@@ -297,7 +316,7 @@ TEST_F(LedgerTest, EvidenceRecordsKeepHistoryAndServeTheLatestPerKind) {
   auto got = (*l)->GetCandidate(ins->id);
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(got->evidence_size(), 2);
-  EXPECT_EQ(Pragma(dir_ / "l.db", "user_version"), 3);
+  EXPECT_EQ(Pragma(dir_ / "l.db", "user_version"), ledger::kSchemaVersion);
 }
 
 TEST_F(LedgerTest, InvalidRunsAndEverySampleAreStored) {
@@ -426,7 +445,7 @@ TEST_F(LedgerTest, AVersionTwoLedgerGetsContractDigestsAndRefusesAFlippedBit) {
     ASSERT_TRUE(c.ok()) << c.status();
     EXPECT_EQ(c->name(), "digest");
   }
-  EXPECT_EQ(Pragma(db, "user_version"), 3);
+  EXPECT_EQ(Pragma(db, "user_version"), ledger::kSchemaVersion);
   EXPECT_EQ(Scalar(db, "SELECT length(body_sha256) FROM contracts"), 64);
   std::string err;
   EXPECT_NE(Exec(db, "UPDATE contracts SET name = 'x'", &err), SQLITE_OK) << "triggers restored";

@@ -15,7 +15,7 @@
 #include "compiler/canonical.h"
 #include "daemon_fixture.h"
 #include "tests/compiler/test_util.h"
-#include "workloads/warp_gemm_space.h"
+#include "workloads/gemm_bf16/space.h"
 
 namespace cake {
 namespace {
@@ -23,9 +23,9 @@ namespace {
 namespace fs = std::filesystem;
 using testing::Daemon;
 
-std::string ScheduleText(const workloads::WarpGemmParams& p) {
+std::string ScheduleText(const workloads::gemm_bf16::WarpGemmParams& p) {
   std::string text;
-  google::protobuf::TextFormat::PrintToString(workloads::MakeWarpGemm(p), &text);
+  google::protobuf::TextFormat::PrintToString(workloads::gemm_bf16::MakeWarpGemm(p), &text);
   return text;
 }
 
@@ -132,7 +132,7 @@ TEST_F(DaemonTest, ConcurrentProposalsFromSeveralClients) {
   Daemon d(state_);
   ASSERT_TRUE(d.Start({"--cpu-workers", "2"})) << d.Log();
   const std::string contract = CreateContract(d);
-  const auto space = workloads::WarpGemmCandidates();
+  const auto space = workloads::gemm_bf16::WarpGemmCandidates();
   std::vector<std::string> ids(space.size());
   std::vector<std::thread> clients;
   for (size_t i = 1; i < space.size(); ++i)
@@ -197,7 +197,7 @@ TEST_F(DaemonTest, BadInputGetsTheRightStatusCodes) {
   std::string huge = ScheduleText({}) + "\n# " + std::string(65536, 'x') + "\n";
   EXPECT_EQ(Propose(d, contract, huge, &r).error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   // An idempotency key reused with another body.
-  workloads::WarpGemmParams other;
+  workloads::gemm_bf16::WarpGemmParams other;
   other.stages = 2;
   ASSERT_TRUE(Propose(d, contract, ScheduleText(other), &r, "agent", "key-1").ok());
   service::ProposeReply same;
@@ -209,7 +209,7 @@ TEST_F(DaemonTest, BadInputGetsTheRightStatusCodes) {
   // A contract that does not make sense.
   service::CreateContractRequest bad;
   *bad.mutable_contract() = BundledContract();
-  bad.mutable_contract()->mutable_rows(0)->mutable_shape()->set_k(7);
+  bad.mutable_contract()->mutable_rows(0)->mutable_problem()->mutable_gemm_bf16()->set_k(7);
   service::CreateContractReply creply;
   EXPECT_EQ(d.stub()->CreateContract(d.Ctx().get(), bad, &creply).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
@@ -220,7 +220,7 @@ TEST_F(DaemonTest, FullQueueIsResourceExhaustedNotAHang) {
   ASSERT_TRUE(d.Start({"--max-queue", "2", "--cpu-workers", "1"})) << d.Log();
   const std::string contract = CreateContract(d);  // baseline: 1 queued compile job
   int exhausted = 0;
-  for (const auto& p : workloads::WarpGemmCandidates()) {
+  for (const auto& p : workloads::gemm_bf16::WarpGemmCandidates()) {
     service::ProposeReply r;
     grpc::Status s = Propose(d, contract, ScheduleText(p), &r);
     if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) ++exhausted;
@@ -239,7 +239,7 @@ TEST_F(DaemonTest, CrashedAndHungWorkersLeaveFailureRecordsAndTheNextJobSucceeds
   service::ListCandidatesReply list;
   ASSERT_TRUE(d.stub()->ListCandidates(d.Ctx().get(), {}, &list).ok());
   ASSERT_TRUE(d.WaitFor(list.candidates(0).id(), Settled));
-  auto space = workloads::WarpGemmCandidates();
+  auto space = workloads::gemm_bf16::WarpGemmCandidates();
 
   std::ofstream(faults / "compile.crash") << "";
   service::ProposeReply crashed;
@@ -287,7 +287,7 @@ TEST_F(DaemonTest, KillNineWithJobsQueuedThenRestartLosesNothing) {
     Daemon d(state_);
     ASSERT_TRUE(d.Start({"--cpu-workers", "1"})) << d.Log();
     contract = CreateContract(d);
-    for (const auto& p : workloads::WarpGemmCandidates()) {
+    for (const auto& p : workloads::gemm_bf16::WarpGemmCandidates()) {
       service::ProposeReply r;
       ASSERT_TRUE(Propose(d, contract, ScheduleText(p), &r).ok());
       if (!r.duplicate()) ids.push_back(r.candidate_id());

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "server/eligibility.h"
-#include "workloads/gemm_cases.h"
+#include "workloads/gemm_bf16/gemm_bf16.h"
 
 namespace cake {
 namespace {
@@ -103,31 +103,32 @@ TEST(Eligibility, DefaultPolicyRequiresNumericalLifecycleAndDeterminism) {
   EXPECT_EQ(e.missing(2), "repeated_execution_determinism");
 }
 
+const workloads::Workload& Gemm() { return workloads::gemm_bf16::GemmWorkload(); }
+
 TEST(Eligibility, MalformedPoliciesAreRefusedWithAReason) {
   contract::ValidationPolicy p;
-  EXPECT_EQ(server::CheckValidationPolicy(p), "");
+  EXPECT_EQ(server::CheckValidationPolicy(p, Gemm()), "");
   auto* e = p.add_evidence();
   e->set_kind(evidence::SANITIZER);
   e->set_tool("valgrind");
-  EXPECT_NE(server::CheckValidationPolicy(p).find("unknown sanitizer tool 'valgrind'"),
+  EXPECT_NE(server::CheckValidationPolicy(p, Gemm()).find("unknown sanitizer tool 'valgrind'"),
             std::string::npos);
   e->set_tool("memcheck");
-  EXPECT_EQ(server::CheckValidationPolicy(p), "");
+  EXPECT_EQ(server::CheckValidationPolicy(p, Gemm()), "");
   *p.add_evidence() = *e;
-  EXPECT_NE(server::CheckValidationPolicy(p).find("listed twice"), std::string::npos);
+  EXPECT_NE(server::CheckValidationPolicy(p, Gemm()).find("listed twice"), std::string::npos);
   p.mutable_evidence()->RemoveLast();
   auto* timed = p.add_evidence();
   timed->set_kind(evidence::TIMED_OUTPUT);
-  EXPECT_NE(server::CheckValidationPolicy(p), "");
+  EXPECT_NE(server::CheckValidationPolicy(p, Gemm()), "");
   p.mutable_evidence()->RemoveLast();
   auto* big = p.add_cases();
   big->set_name("huge");
-  big->mutable_shape()->set_m(8192), big->mutable_shape()->set_n(8192),
-      big->mutable_shape()->set_k(8192);
-  EXPECT_NE(server::CheckValidationPolicy(p).find("too large"), std::string::npos);
-  big->mutable_shape()->set_k(12);
-  EXPECT_NE(server::CheckValidationPolicy(p).find("multiple of 8"), std::string::npos);
-  EXPECT_EQ(server::CheckValidationPolicy(workloads::DefaultValidationPolicy()), "");
+  *big->mutable_problem() = workloads::gemm_bf16::Problem(8192, 8192, 8192);
+  EXPECT_NE(server::CheckValidationPolicy(p, Gemm()).find("too large"), std::string::npos);
+  big->mutable_problem()->mutable_gemm_bf16()->set_k(12);
+  EXPECT_NE(server::CheckValidationPolicy(p, Gemm()).find("multiple of 8"), std::string::npos);
+  EXPECT_EQ(server::CheckValidationPolicy(Gemm().DefaultPolicy(), Gemm()), "");
 }
 
 }  // namespace

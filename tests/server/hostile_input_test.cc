@@ -16,7 +16,7 @@
 #include "compiler/canonical.h"
 #include "daemon_fixture.h"
 #include "tests/compiler/test_util.h"
-#include "workloads/warp_gemm_space.h"
+#include "workloads/gemm_bf16/space.h"
 
 namespace cake {
 namespace {
@@ -25,8 +25,9 @@ namespace fs = std::filesystem;
 using testing::Daemon;
 
 std::string ScheduleText(int variant, const std::string& name = "") {
-  auto space = workloads::WarpGemmCandidates();
-  ir::Module m = workloads::MakeWarpGemm(space[static_cast<size_t>(variant) % space.size()]);
+  auto space = workloads::gemm_bf16::WarpGemmCandidates();
+  ir::Module m =
+      workloads::gemm_bf16::MakeWarpGemm(space[static_cast<size_t>(variant) % space.size()]);
   if (!name.empty()) m.set_name(name);
   std::string text;
   google::protobuf::TextFormat::PrintToString(m, &text);
@@ -272,8 +273,22 @@ TEST_F(HostileInputTest, StateFilesAreNotReadableByOthers) {
   }
   ASSERT_EQ(stat((state_ / "keys/contract-id").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
+  // Others may traverse it (a root caked's workers run as nobody), never list or read it.
   ASSERT_EQ(stat(state_.c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0750u);
+  EXPECT_EQ(st.st_mode & 0777, geteuid() == 0 ? 0751u : 0750u);
+  // And as that user, a worker cannot read what the state directory keeps.
+  if (geteuid() == 0 && HaveTool("setpriv")) {
+    base::SubprocessOptions opts;
+    auto r = base::RunSubprocess(
+        {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/bin/sh", "-c",
+         absl::StrCat("ls ", state_.string(), "; cat ", (state_ / "ledger.db").string(), " ",
+                      (state_ / "tokens/operator").string(), " ",
+                      (state_ / "keys/contract-id").string(), " | wc -c")},
+        opts);
+    ASSERT_TRUE(r.ok());
+    EXPECT_NE(r->stderr_bytes.find("Permission denied"), std::string::npos) << r->stderr_bytes;
+    EXPECT_EQ(r->stdout_bytes, "0\n") << "bytes read by another user";
+  }
 }
 
 TEST_F(HostileInputTest, ContractIdsAreKeyedSoHeldOutRowsCannotBeConfirmedOffline) {
@@ -401,14 +416,17 @@ TEST_F(HostileInputTest, AFullDiskSaysSoInsteadOfNotADatabase) {
   fs::create_directories(mnt);
   const std::string log = (state_ / "full.log").string();
   const std::string st = mnt.string() + "/state";
-  const std::string cmd = absl::StrCat(
-      "mount -t tmpfs -o size=2m tmpfs ", mnt.string(), " || exit 77; mkdir ", st, "; ",
-      CAKED_PATH, " --state-dir ", st, " --no-gpu > /dev/null 2>&1 & pid=$!; for i in $(seq 1 50); "
-      "do [ -S ", st, "/caked.sock ] && break; sleep 0.1; done; kill -TERM $pid; wait $pid; "
-      "dd if=/dev/zero of=", mnt.string(), "/fill bs=4k 2>/dev/null; dd if=/dev/zero of=",
-      mnt.string(), "/fill2 bs=1 2>/dev/null; rm -f ", st, "/ledger.db-wal ", st,
-      "/ledger.db-shm; ", CAKED_PATH, " --state-dir ", st, " --no-gpu > ", log,
-      " 2>&1; echo rc=$?");
+  const std::string cmd =
+      absl::StrCat("mount -t tmpfs -o size=2m tmpfs ", mnt.string(), " || exit 77; mkdir ", st,
+                   "; ", CAKED_PATH, " --state-dir ", st,
+                   " --no-gpu > /dev/null 2>&1 & pid=$!; for i in $(seq 1 50); "
+                   "do [ -S ",
+                   st,
+                   "/caked.sock ] && break; sleep 0.1; done; kill -TERM $pid; wait $pid; "
+                   "dd if=/dev/zero of=",
+                   mnt.string(), "/fill bs=4k 2>/dev/null; dd if=/dev/zero of=", mnt.string(),
+                   "/fill2 bs=1 2>/dev/null; rm -f ", st, "/ledger.db-wal ", st, "/ledger.db-shm; ",
+                   CAKED_PATH, " --state-dir ", st, " --no-gpu > ", log, " 2>&1; echo rc=$?");
   base::SubprocessOptions opts;
   opts.timeout = std::chrono::seconds(30);
   auto r = base::RunSubprocess({"unshare", "-Urm", "/bin/sh", "-c", cmd}, opts);

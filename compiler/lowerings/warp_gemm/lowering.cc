@@ -1,0 +1,95 @@
+// The warp_gemm lowering: warp-tiled GEMM (C = A * B^T) with cp.async stages, ldmatrix fragments
+// and mma.sync m16n8k16 BF16 -> FP32, for the gemm_bf16_tn workload.
+#include "compiler/lowering.h"
+
+#include "absl/strings/str_cat.h"
+#include "emit.h"
+#include "google/protobuf/unknown_field_set.h"
+#include "plan.h"
+
+namespace cake::compiler {
+namespace {
+
+report::LaunchSpec::Arg Arg(report::LaunchSpec::Arg::Kind kind, const std::string& name) {
+  report::LaunchSpec::Arg a;
+  a.set_kind(kind);
+  a.set_name(name);
+  return a;
+}
+
+report::LaunchSpec Launch(const std::string& a, const std::string& b, const std::string& c,
+                          const std::string& m, const std::string& n, const std::string& k,
+                          int tile_m, int tile_n, int threads, int64_t shared) {
+  using K = report::LaunchSpec::Arg;
+  report::LaunchSpec l;
+  for (const std::string& t : {a, b, c}) *l.add_args() = Arg(K::TENSOR, t);
+  for (const std::string& s : {m, n, k}) *l.add_args() = Arg(K::SCALAR, s);
+  l.mutable_grid_x()->set_extent(n);
+  l.mutable_grid_x()->set_divisor(tile_n);
+  l.mutable_grid_y()->set_extent(m);
+  l.mutable_grid_y()->set_divisor(tile_m);
+  l.set_threads_per_cta(threads);
+  l.set_dynamic_shared_bytes(shared);
+  return l;
+}
+
+class WarpGemmLowering final : public Lowering {
+ public:
+  std::string name() const override { return "warp_gemm"; }
+  std::string version() const override { return std::string(kWarpGemmLoweringVersion); }
+  std::string operation() const override { return "gemm_bf16_tn"; }
+  std::string summary() const override {
+    return "warp_gemm (C = A * B^T; mma.sync m16n8k16 BF16, ldmatrix, cp.async stages 1-4)";
+  }
+  std::vector<std::string> required_instructions() const override {
+    return {"cp.async.cg.16", "ldmatrix.m8n8.x4.b16", "ldmatrix.m8n8.x2.b16",
+            "mma.m16n8k16.bf16.f32"};
+  }
+
+  absl::Status Match(const ir::Module& module, const KernelGraph& g) const override {
+    return PlanWarpGemm(module, g).status();
+  }
+
+  absl::StatusOr<LoweredKernel> Lower(const ir::Module& module, const KernelGraph& g,
+                                      const TargetInfo& target,
+                                      const std::string& schedule_hash) const override {
+    auto plan = PlanWarpGemm(module, g);
+    if (!plan.ok()) return plan.status();
+    const WarpGemmPlan& p = *plan;
+    LoweredKernel k = EmitWarpGemm(p, target, schedule_hash);
+    k.launch =
+        Launch(p.a, p.b, p.c, p.m, p.n, p.k, p.tile_m, p.tile_n, p.threads, k.dynamic_shared_bytes);
+    k.forms = {{p.op_copy_a, "cp.async.cg.16"},
+               {p.op_copy_b, "cp.async.cg.16"},
+               {p.op_load_a, "ldmatrix.m8n8.x4.b16"},
+               {p.op_load_b, p.b_load_x4 ? "ldmatrix.m8n8.x4.b16" : "ldmatrix.m8n8.x2.b16"},
+               {p.op_mma, "mma.m16n8k16.bf16.f32"}};
+    k.shared_regions = p.shared.regions;
+    return k;
+  }
+
+  // Receipts before LaunchSpec kept the tile in fields 25 (tile_m) and 26 (tile_n), now unknown
+  // fields; the ABI was always (A, B, C, M, N, K).
+  bool UpgradeReceipt(report::LoweringReceipt* r) const override {
+    if (r->lowering_version() != version()) return false;
+    int64_t tile_m = 0, tile_n = 0;
+    const google::protobuf::UnknownFieldSet& unknown = r->GetReflection()->GetUnknownFields(*r);
+    for (int i = 0; i < unknown.field_count(); ++i) {
+      const google::protobuf::UnknownField& f = unknown.field(i);
+      if (f.type() != google::protobuf::UnknownField::TYPE_VARINT) continue;
+      if (f.number() == 25) tile_m = static_cast<int64_t>(f.varint());
+      if (f.number() == 26) tile_n = static_cast<int64_t>(f.varint());
+    }
+    if (tile_m <= 0 || tile_n <= 0) return false;
+    *r->mutable_launch() =
+        Launch("A", "B", "C", "M", "N", "K", static_cast<int>(tile_m), static_cast<int>(tile_n),
+               r->threads_per_cta(), r->resources().shared_dynamic_bytes());
+    r->set_lowering(name());
+    return true;
+  }
+};
+
+CAKE_REGISTER_LOWERING(WarpGemmLowering);
+
+}  // namespace
+}  // namespace cake::compiler

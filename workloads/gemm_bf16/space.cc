@@ -1,0 +1,189 @@
+#include "space.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace cake::workloads::gemm_bf16 {
+namespace {
+
+ir::Dim Sym(const std::string& s) {
+  ir::Dim d;
+  d.set_symbol(s);
+  return d;
+}
+ir::Dim Size(int64_t n) {
+  ir::Dim d;
+  d.set_size(n);
+  return d;
+}
+
+ir::TensorParam* AddTensor(ir::Kernel* k, const std::string& name, ir::DType t, ir::Access access,
+                           const std::string& rows, const std::string& cols) {
+  ir::TensorParam* p = k->add_tensors();
+  p->set_name(name);
+  p->set_dtype(t);
+  p->set_access(access);
+  p->set_alignment_bytes(16);
+  *p->mutable_shape()->add_dims() = Sym(rows);
+  *p->mutable_shape()->add_dims() = Sym(cols);
+  p->mutable_representation()->set_kind(ir::Representation::ROW_MAJOR);
+  return p;
+}
+
+ir::Operation* Op(google::protobuf::RepeatedPtrField<ir::Operation>* ops, const std::string& id) {
+  ir::Operation* op = ops->Add();
+  op->set_id(id);
+  return op;
+}
+
+}  // namespace
+
+std::string WarpGemmParams::Describe() const {
+  std::string repr = smem == ir::Representation::ROW_MAJOR     ? absl::StrCat("pad", padding)
+                     : smem == ir::Representation::SWIZZLE_64B ? "swz64"
+                                                               : "swz128";
+  return absl::StrCat(tile_m, "x", tile_n, "x", tile_k, " w", warps_m, "x", warps_n, " s", stages,
+                      " ", repr, b_load_x4 ? " x4" : " x2", out == ir::F32 ? " f32" : " bf16");
+}
+
+ir::Module MakeWarpGemm(const WarpGemmParams& p) {
+  ir::Module m;
+  m.set_name(p.name);
+  m.mutable_target()->set_arch(p.arch);
+  m.mutable_target()->set_ptx_version(p.ptx_version);
+  ir::Kernel* k = m.add_kernels();
+  k->set_name(p.name);
+  for (const char* s : {"M", "N", "K"}) {
+    ir::ScalarParam* sp = k->add_scalars();
+    sp->set_name(s);
+    sp->set_dtype(ir::S32);
+    sp->set_min(std::string(s) == "K" ? 8 : 1);
+    if (std::string(s) == "K") sp->set_multiple_of(8);
+  }
+  AddTensor(k, "A", ir::BF16, ir::READ_ONLY, "M", "K");
+  AddTensor(k, "B", ir::BF16, ir::READ_ONLY, "N", "K");
+  AddTensor(k, "C", p.out, ir::WRITE_ONLY, "M", "N");
+  const int warps = p.warps_m * p.warps_n;
+  k->mutable_launch()->set_threads_per_cta(32 * warps);
+  ir::Role* role = k->add_roles();
+  role->set_name("compute");
+  for (int w = 0; w < warps; ++w) role->add_warps(w);
+  role->set_issuer(ir::Role::ALL_LANES);
+  ir::MmaInstr* instr = k->add_instrs();
+  instr->set_name("mma");
+  instr->set_family(ir::WARP_SYNC);
+  instr->set_shape(ir::M16N8K16);
+  instr->set_a(ir::BF16);
+  instr->set_b(ir::BF16);
+  instr->set_accumulator(ir::F32);
+  ir::Accumulator* acc = k->add_accumulators();
+  acc->set_name("acc");
+  acc->set_dtype(ir::F32);
+  acc->set_owner("compute");
+  acc->set_mma("mma");
+  acc->set_init(ir::Accumulator::ZERO);
+  *acc->mutable_shape()->add_dims() = Size(p.tile_m);
+  *acc->mutable_shape()->add_dims() = Size(p.tile_n);
+  acc->mutable_partition()->set_rows(p.warps_m);
+  acc->mutable_partition()->set_cols(p.warps_n);
+  ir::Pipeline* pipe = k->add_pipelines();
+  pipe->set_name("ab");
+  pipe->set_stages(p.stages);
+  pipe->set_transfer(ir::CP_ASYNC);
+  pipe->add_producers("compute");
+  pipe->add_consumers("compute");
+  for (auto [name, rows] :
+       {std::pair<const char*, int>{"a_stage", p.tile_m}, {"b_stage", p.tile_n}}) {
+    ir::Buffer* b = k->add_buffers();
+    b->set_name(name);
+    b->set_space(ir::SHARED);
+    b->set_dtype(ir::BF16);
+    b->set_pipeline("ab");
+    b->set_alignment_bytes(128);
+    *b->mutable_shape()->add_dims() = Size(rows);
+    *b->mutable_shape()->add_dims() = Size(p.tile_k);
+    b->mutable_representation()->set_kind(p.smem);
+    if (p.smem == ir::Representation::ROW_MAJOR)
+      b->mutable_representation()->set_padding_elements(p.padding);
+  }
+  ir::WorkSchedule* work = k->add_work();
+  work->set_name("tiles");
+  work->mutable_static_tiles()->set_output("C");
+  work->mutable_static_tiles()->set_tile_m(p.tile_m);
+  work->mutable_static_tiles()->set_tile_n(p.tile_n);
+
+  ir::Operation* main = Op(k->mutable_ops(), "main");
+  main->mutable_role_region()->set_role("compute");
+  ir::Operation* tiles = Op(main->mutable_body(), "tile_loop");
+  tiles->mutable_for_each_tile()->set_work("tiles");
+  ir::Operation* kloop = Op(tiles->mutable_body(), "k_loop");
+  kloop->mutable_for_k_tiles()->set_k("K");
+  kloop->mutable_for_k_tiles()->set_extent(p.tile_k);
+  ir::Operation* fill = Op(kloop->mutable_body(), "fill");
+  fill->mutable_produce()->set_pipeline("ab");
+  for (auto [id, src, dst, origin] :
+       {std::tuple<const char*, const char*, const char*, ir::Copy::Origin>{
+            "copy_a", "A", "a_stage", ir::Copy::TILE_M_K},
+        {"copy_b", "B", "b_stage", ir::Copy::TILE_N_K}}) {
+    ir::Copy* c = Op(fill->mutable_body(), id)->mutable_copy();
+    c->set_src(src);
+    c->set_dst(dst);
+    c->set_transfer(ir::CP_ASYNC);
+    c->set_vector_bytes(16);
+    c->set_mask(ir::MASK_ZERO_FILL);
+    c->set_origin(origin);
+  }
+  ir::Operation* read = Op(kloop->mutable_body(), "read");
+  read->mutable_consume()->set_pipeline("ab");
+  ir::Operation* la = Op(read->mutable_body(), "load_a");
+  la->add_results("fa");
+  la->mutable_matrix_load()->set_src("a_stage");
+  la->mutable_matrix_load()->set_operand(ir::OPERAND_A);
+  la->mutable_matrix_load()->set_mma("mma");
+  la->mutable_matrix_load()->set_form(ir::LDMATRIX_X4);
+  ir::Operation* lb = Op(read->mutable_body(), "load_b");
+  lb->add_results("fb");
+  lb->mutable_matrix_load()->set_src("b_stage");
+  lb->mutable_matrix_load()->set_operand(ir::OPERAND_B);
+  lb->mutable_matrix_load()->set_mma("mma");
+  lb->mutable_matrix_load()->set_form(p.b_load_x4 ? ir::LDMATRIX_X4 : ir::LDMATRIX_X2);
+  ir::Mma* mma = Op(read->mutable_body(), "mma_step")->mutable_mma();
+  mma->set_instr("mma");
+  mma->set_a("fa");
+  mma->set_b("fb");
+  mma->set_acc("acc");
+  Op(read->mutable_body(), "release")->mutable_release()->set_pipeline("ab");
+  ir::StoreAccumulator* st = Op(tiles->mutable_body(), "store")->mutable_store_accumulator();
+  st->set_acc("acc");
+  st->set_dst("C");
+  st->set_cast(p.out);
+  st->set_mask(ir::MASK_BOUNDS);
+  return m;
+}
+
+std::vector<WarpGemmParams> WarpGemmCandidates() {
+  std::vector<WarpGemmParams> out;
+  auto add = [&](int tm, int tn, int tk, int wm, int wn, int stages, ir::Representation::Kind r) {
+    WarpGemmParams p;
+    p.tile_m = tm;
+    p.tile_n = tn;
+    p.tile_k = tk;
+    p.warps_m = wm;
+    p.warps_n = wn;
+    p.stages = stages;
+    p.smem = r;
+    p.padding = r == ir::Representation::ROW_MAJOR ? 8 : 0;
+    out.push_back(p);
+  };
+  using R = ir::Representation;
+  add(128, 128, 32, 2, 2, 3, R::ROW_MAJOR);
+  add(128, 128, 32, 2, 2, 4, R::SWIZZLE_64B);
+  add(128, 128, 64, 2, 2, 3, R::SWIZZLE_128B);
+  add(128, 256, 32, 2, 4, 3, R::SWIZZLE_64B);
+  add(256, 128, 32, 4, 2, 3, R::SWIZZLE_64B);
+  add(128, 128, 32, 2, 4, 4, R::SWIZZLE_64B);
+  add(64, 128, 64, 2, 2, 4, R::SWIZZLE_128B);
+  add(128, 64, 32, 2, 2, 2, R::ROW_MAJOR);
+  return out;
+}
+
+}  // namespace cake::workloads::gemm_bf16

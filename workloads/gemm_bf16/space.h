@@ -1,0 +1,33 @@
+// The warp-GEMM schedule space of the gemm_bf16 workload: builds a schedule module from its decisions (CTA tile, warp grid,
+// k-tile, stages, shared representation, output dtype). Used by the built-in proposer and by
+// tests; the bundled examples/gemm_bf16.textproto is the default point of this space.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cake/ir.pb.h"
+
+namespace cake::workloads::gemm_bf16 {
+
+struct WarpGemmParams {
+  int tile_m = 128, tile_n = 128, tile_k = 32;
+  int warps_m = 2, warps_n = 2;
+  int stages = 3;
+  ir::Representation::Kind smem = ir::Representation::ROW_MAJOR;  // or SWIZZLE_64B/128B
+  int padding = 8;                                                // ROW_MAJOR only
+  bool b_load_x4 = true;
+  ir::DType out = ir::BF16;  // BF16 or F32
+  ir::Arch arch = ir::SM_120F;
+  std::string ptx_version = "8.8";
+  std::string name = "gemm_bf16";
+
+  std::string Describe() const;  // "128x128x32 w2x2 s3 pad8 x4 bf16"
+};
+
+ir::Module MakeWarpGemm(const WarpGemmParams& p);
+
+// A deterministic list of distinct, legal-by-construction points for the proposer to try.
+std::vector<WarpGemmParams> WarpGemmCandidates();
+
+}  // namespace cake::workloads::gemm_bf16

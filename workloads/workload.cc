@@ -1,0 +1,120 @@
+#include "workload.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace cake::workloads {
+namespace {
+
+struct Registry {
+  std::mutex mu;
+  std::map<std::string, std::unique_ptr<Workload>> by_operation;
+};
+
+Registry& TheRegistry() {
+  static Registry* r = new Registry();
+  return *r;
+}
+
+}  // namespace
+
+bool RegisterWorkload(std::unique_ptr<Workload> w) {
+  Registry& r = TheRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  const std::string op = w->operation();
+  if (!r.by_operation.emplace(op, std::move(w)).second) {
+    std::fprintf(stderr, "two workloads register operation '%s'\n", op.c_str());
+    std::abort();
+  }
+  return true;
+}
+
+const Workload* FindWorkload(const std::string& operation) {
+  Registry& r = TheRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  auto it = r.by_operation.find(operation);
+  return it == r.by_operation.end() ? nullptr : it->second.get();
+}
+
+std::vector<std::string> RegisteredOperations() {
+  Registry& r = TheRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  std::vector<std::string> ops;
+  for (const auto& [op, w] : r.by_operation) ops.push_back(op);
+  return ops;
+}
+
+absl::Status UnknownOperation(const std::string& operation) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("no workload answers operation '", operation,
+                   "' (registered: ", absl::StrJoin(RegisteredOperations(), ", "), ")"));
+}
+
+Tiles TilesOf(const report::LaunchSpec& launch) {
+  Tiles t;
+  for (const report::LaunchSpec::GridDim* g :
+       {&launch.grid_x(), &launch.grid_y(), &launch.grid_z()})
+    if (!g->extent().empty() && g->divisor() > 1) t[g->extent()] = g->divisor();
+  return t;
+}
+
+contract::ValidationPolicy EffectivePolicy(const contract::Contract& c, const Workload& w) {
+  return c.has_validation() ? c.validation() : w.DefaultPolicy();
+}
+
+contract::ValidationPolicy EffectivePolicy(const contract::Contract& c) {
+  if (c.has_validation()) return c.validation();
+  if (const Workload* w = FindWorkload(c.operation())) return w->DefaultPolicy();
+  contract::ValidationPolicy p;
+  for (evidence::EvidenceKind k : {evidence::NUMERICAL_CONTRACT, evidence::MUTATION_AND_LIFECYCLE,
+                                   evidence::REPEATED_EXECUTION_DETERMINISM}) {
+    contract::EvidenceRequirement* r = p.add_evidence();
+    r->set_kind(k);
+    r->set_required(true);
+  }
+  return p;
+}
+
+std::vector<Case> CaseCatalogue(const contract::Contract& c, const Workload& w,
+                                const Tiles& tiles) {
+  std::vector<Case> out;
+  for (const contract::Row& r : c.rows()) {
+    Case k;
+    k.name = r.name();
+    k.problem = r.problem();
+    k.role = r.held_out() ? "held_out" : "discovery";
+    k.held_out = r.held_out();
+    out.push_back(std::move(k));
+  }
+  const contract::ValidationPolicy p = EffectivePolicy(c, w);
+  for (const contract::ValidationCase& vc : p.cases()) {
+    Case k;
+    k.name = vc.name();
+    k.problem = vc.problem();
+    k.inputs =
+        vc.inputs() == contract::INPUT_DISTRIBUTION_UNSPECIFIED ? contract::UNIFORM : vc.inputs();
+    k.role = vc.role().empty() ? "adversarial" : vc.role();
+    k.held_out = vc.held_out();
+    out.push_back(std::move(k));
+  }
+  if (p.derive_boundary_cases())
+    for (Case& k : w.DerivedCases(tiles)) out.push_back(std::move(k));
+  return out;
+}
+
+std::vector<Case> SmallCases(const contract::Contract& c, const Workload& w, const Tiles& tiles,
+                             int64_t max_work) {
+  std::vector<Case> out;
+  for (Case& k : CaseCatalogue(c, w, tiles))
+    if (w.WorkUnits(k.problem) <= max_work) out.push_back(std::move(k));
+  if (!EffectivePolicy(c, w).derive_boundary_cases())
+    for (Case& k : w.DerivedCases(tiles)) out.push_back(std::move(k));
+  return out;
+}
+
+}  // namespace cake::workloads
