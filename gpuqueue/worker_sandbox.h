@@ -8,7 +8,8 @@
 //   3. no new privileges;
 //   4. Landlock (where the kernel has it): everything readable except the protected directories
 //      (the state directory: ledger, tokens, keys), writable only the job's directory and the
-//      artifact store, GPU device nodes openable only for GPU jobs, no TCP, no signals to or
+//      artifact store, GPU device nodes openable (and /proc writable: the driver names its
+//      threads) only for GPU jobs, no TCP, no signals to or
 //      abstract sockets of processes outside the sandbox (ptrace and /proc/PID/mem of the daemon
 //      are out of reach as well);
 //   5. all capabilities dropped (bounding, inheritable, ambient, effective, permitted), and for a
@@ -42,6 +43,11 @@ struct SandboxSpec {
   // Run as this uid/gid (a root daemon's workers: RLIMIT_NPROC binds only non-root users, and
   // the state directory's modes then keep them out too); -1 = the daemon's own.
   int64_t run_as_uid = -1, run_as_gid = -1;
+  // Layers that can be left out, to find which one a driver or tool trips over
+  // (cake-sandbox-probe); the daemon keeps them all.
+  bool landlock = true;
+  bool landlock_scopes = true;  // signals and abstract sockets (ABI 6)
+  bool seccomp = true;
 };
 
 // The prepared steps and the descriptors they use (closed on destruction, after the fork).
@@ -68,5 +74,9 @@ absl::StatusOr<std::unique_ptr<PreparedSandbox>> PrepareSandbox(const SandboxSpe
 // The Landlock ABI version of this kernel (0 = none) and why, for status.
 int LandlockAbi();
 std::string DescribeSandboxSupport();
+
+// Whether this process can give its workers another uid: effective CAP_SETUID, CAP_SETGID and
+// CAP_CHOWN (a root daemon started without capabilities has none of them).
+bool CanRunWorkersAsAnotherUser();
 
 }  // namespace cake::gpuqueue

@@ -18,6 +18,7 @@
 #include "base/digest.h"
 #include "base/files.h"
 #include "config.h"
+#include "gpuqueue/worker_sandbox.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -132,8 +133,15 @@ int main(int argc, char** argv) {
                        cfg.worker_user);
       return 1;
     }
-    worker_uid = pw->pw_uid;
-    worker_gid = pw->pw_gid;
+    if (cake::gpuqueue::CanRunWorkersAsAnotherUser()) {
+      worker_uid = pw->pw_uid;
+      worker_gid = pw->pw_gid;
+    } else {
+      spdlog::warn(
+          "worker_user '{}' not applied: caked runs as root without CAP_SETUID, CAP_SETGID and "
+          "CAP_CHOWN, so its workers keep uid 0 (without capabilities)",
+          cfg.worker_user);
+    }
   }
   ::chmod(cfg.state_dir.c_str(), worker_uid >= 0 ? 0751 : 0750);
   if (access(cfg.worker_path.c_str(), X_OK) != 0) {

@@ -13,6 +13,15 @@ rm -rf "$CAKE_DEMO_STATE" && mkdir -p "$CAKE_DEMO_STATE"
 } > "$out/environment.txt"
 timeout "${DEMO_TIMEOUT:-900}" ./scripts/demo.sh build/device 2>&1 | tee "$out/demo.log"
 rc=${PIPESTATUS[0]}
+# On a GPU machine the round must reach the device: no failed job, at least one measurement.
+python3 - "$CAKE_DEMO_STATE/ledger.db" <<'PY' || rc=1
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+failed = db.execute("SELECT count(*) FROM jobs WHERE state = 'FAILED'").fetchone()[0]
+measured = db.execute("SELECT count(*) FROM measurements").fetchone()[0]
+print(f"== demo round check: {failed} failed job(s), {measured} measurement(s)")
+sys.exit(0 if failed == 0 and measured > 0 else 1)
+PY
 # A retried Measure with one idempotency key queues one GPU run, not two (the daemon restarted on
 # the demo's state; the first eligible non-incumbent candidate is measured again).
 {

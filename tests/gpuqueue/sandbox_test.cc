@@ -7,6 +7,7 @@
 
 #include "gpuqueue/framing.h"
 #include "gpuqueue/sandbox.h"
+#include "gpuqueue/worker_sandbox.h"
 #include "tests/compiler/test_util.h"
 
 namespace cake {
@@ -21,6 +22,40 @@ gpuqueue::SandboxOptions Options(const fs::path& faults) {
   o.env["CAKE_WORKER_FAULT_DIR"] = faults.string();
   o.env["CAKE_LIBCUDA"] = "/nonexistent/libcuda.so.1";  // a GPU-less worker, even on a GPU host
   return o;
+}
+
+// A confined shell (a GPU job's sandbox): what it may write under /proc, what stays closed.
+base::SubprocessResult RunConfinedShell(const fs::path& state, const std::string& script) {
+  gpuqueue::SandboxSpec spec;
+  spec.job_dir = (state / "work" / "job").string();
+  spec.protected_dirs = {state.string()};
+  spec.gpu = true;
+  fs::create_directories(spec.job_dir);
+  auto sb = gpuqueue::PrepareSandbox(spec);
+  EXPECT_TRUE(sb.ok()) << sb.status();
+  base::SubprocessOptions o;
+  o.child_setup = (*sb)->steps();
+  o.working_dir = spec.job_dir;
+  o.timeout = std::chrono::seconds(10);
+  auto r = base::RunSubprocess({"/bin/sh", "-c", script}, o);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return *r;
+}
+
+TEST(WorkerSandbox, OwnThreadNamesWritableOthersNot) {
+  if (gpuqueue::LandlockAbi() == 0) GTEST_SKIP() << "no Landlock in this kernel";
+  const fs::path state = testing::FreshDir("sandbox-proc");
+  std::ofstream(state / "secret") << "s3cret";
+  // The CUDA driver names its threads through /proc/self/task/TID/comm and fails cuInit when
+  // it cannot (so does a grandchild under compute-sanitizer); the shell's own task is its pid.
+  auto own = RunConfinedShell(state, "echo worker > /proc/self/task/$$/comm && cat /proc/$$/comm");
+  EXPECT_EQ(own.exit_code, 0) << own.stderr_bytes;
+  EXPECT_EQ(own.stdout_bytes.rfind("worker", 0), 0u) << own.stdout_bytes;
+  auto other = RunConfinedShell(state, "echo x > /proc/$PPID/comm");
+  EXPECT_NE(other.exit_code, 0) << "the daemon's thread name was writable";
+  auto secret = RunConfinedShell(state, "cat " + (state / "secret").string());
+  EXPECT_NE(secret.exit_code, 0);
+  EXPECT_EQ(secret.stdout_bytes.find("s3cret"), std::string::npos);
 }
 
 TEST(Framing, RoundTripAndTruncation) {
