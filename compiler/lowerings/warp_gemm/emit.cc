@@ -6,20 +6,6 @@
 #include "absl/strings/str_join.h"
 
 namespace cake::compiler {
-namespace {
-
-std::string SwizzleExpr(ir::Representation::Kind kind) {
-  switch (kind) {
-    case ir::Representation::SWIZZLE_64B:
-      return "((row >> 1) & 3)";
-    case ir::Representation::SWIZZLE_128B:
-      return "(row & 7)";
-    default:
-      return "0";
-  }
-}
-
-}  // namespace
 
 LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
                            const std::string& schedule_hash) {
@@ -36,35 +22,7 @@ LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
   w.Line("#include <stdint.h>");
   w.Line("");
   w.Line("namespace {");
-  w.Line(absl::StrCat("constexpr int kTileM = ", p.tile_m, ", kTileN = ", p.tile_n,
-                      ", kTileK = ", p.tile_k, ";"));
-  w.Line(absl::StrCat("constexpr int kWarpsM = ", p.warps_m, ", kWarpsN = ", p.warps_n,
-                      ", kStages = ", p.stages, ", kThreads = ", p.threads, ";"));
-  w.Line("constexpr int kWarpTileM = kTileM / kWarpsM, kWarpTileN = kTileN / kWarpsN;");
-  w.Line("constexpr int kFragsM = kWarpTileM / 16, kFragsN = kWarpTileN / 8;");
-  w.Line(absl::StrCat("constexpr int kRowA = kTileK + ", p.a_padding, ", kRowB = kTileK + ",
-                      p.b_padding, ";  // elements per shared row"));
-  w.Line(absl::StrCat("constexpr uint32_t kOffsetA = ", p.a_offset,
-                      ", kStageBytesA = ", p.a_stage_bytes, ";"));
-  w.Line(absl::StrCat("constexpr uint32_t kOffsetB = ", p.b_offset,
-                      ", kStageBytesB = ", p.b_stage_bytes, ";"));
-  w.Line("constexpr int kChunksPerRow = kTileK / 8;  // 16-byte chunks");
-  w.Line("");
-  w.Line("// Element offset of 16-byte chunk `chunk` of row `row` inside one stage.");
-  w.Line("__device__ __forceinline__ uint32_t OffsetA(int row, int chunk) {");
-  w.Line(absl::StrCat("  return row * kRowA + ((chunk ^ ", SwizzleExpr(p.a_repr), ") * 8);"));
-  w.Line("}");
-  w.Line("__device__ __forceinline__ uint32_t OffsetB(int row, int chunk) {");
-  w.Line(absl::StrCat("  return row * kRowB + ((chunk ^ ", SwizzleExpr(p.b_repr), ") * 8);"));
-  w.Line("}");
-  w.Line("");
-  w.Line("__device__ __forceinline__ void CopyChunk(uint32_t dst, const void* src, bool valid) {");
-  w.Line("  // Zero-fill: a source size of 0 writes 16 zero bytes and reads nothing.");
-  w.Line(
-      "  asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\\n\" ::\"r\"(dst), "
-      "\"l\"(src),");
-  w.Line("               \"r\"(valid ? 16 : 0));");
-  w.Line("}");
+  EmitWarpTileConstants(p, w);
   w.Line("}  // namespace");
   w.Line("");
   w.Line(absl::StrCat("extern \"C\" __global__ void __launch_bounds__(kThreads) ",
@@ -80,154 +38,7 @@ LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
   w.Line("  const int warp_m = warp / kWarpsN, warp_n = warp % kWarpsN;");
   w.Begin(p.op_tiles);
   w.Line("  const int m0 = blockIdx.y * kTileM, n0 = blockIdx.x * kTileN;");
-  w.Line("  float acc[kFragsM][kFragsN][4];");
-  w.Line("#pragma unroll");
-  w.Line("  for (int i = 0; i < kFragsM; ++i)");
-  w.Line("#pragma unroll");
-  w.Line("    for (int j = 0; j < kFragsN; ++j)");
-  w.Line("#pragma unroll");
-  w.Line("      for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;");
-  w.Line(absl::StrCat("  const int k_tiles = (", p.k, " + kTileK - 1) / kTileK;"));
-  w.Line("");
-
-  // Producer: one stage of A and B, 16-byte cp.async chunks, tails zero-filled.
-  w.Begin(p.op_produce);
-  w.Line("  auto produce = [&](int stage, int kt) {");
-  auto emit_copy = [&](const std::string& op, const std::string& tensor, const char* rows,
-                       const std::string& row_origin, const std::string& extent,
-                       const char* offset_fn, const char* offset, const char* stage_bytes) {
-    w.Begin(op);
-    w.Line("    {");
-    w.Line(absl::StrCat("    constexpr int kChunks = ", rows, " * kChunksPerRow;"));
-    w.Line("#pragma unroll");
-    w.Line("    for (int i = 0; i < (kChunks + kThreads - 1) / kThreads; ++i) {");
-    w.Line("      const int c = tid + i * kThreads;");
-    w.Line("      if (kChunks % kThreads != 0 && c >= kChunks) break;");
-    w.Line("      const int row = c / kChunksPerRow, chunk = c % kChunksPerRow;");
-    w.Line(absl::StrCat("      const int g_row = ", row_origin,
-                        " + row, g_k = kt * kTileK + chunk * 8;"));
-    if (p.mask_mk)
-      w.Line(absl::StrCat("      const bool valid = g_row < ", extent, " && g_k < ", p.k, ";"));
-    else
-      w.Line("      const bool valid = true;  // full tiles proven by the contract");
-    w.Line(absl::StrCat("      const __nv_bfloat16* src = valid ? ", tensor, " + int64_t(g_row) * ",
-                        p.k, " + g_k : ", tensor, ";"));
-    w.Line(absl::StrCat("      CopyChunk(smem_base + ", offset, " + stage * ", stage_bytes, " + ",
-                        offset_fn, "(row, chunk) * 2, src, valid);"));
-    w.Line("    }");
-    w.Line("    }");
-    w.End(op);
-  };
-  emit_copy(p.op_copy_a, p.a, "kTileM", "m0", p.m, "OffsetA", "kOffsetA", "kStageBytesA");
-  emit_copy(p.op_copy_b, p.b, "kTileN", "n0", p.n, "OffsetB", "kOffsetB", "kStageBytesB");
-  w.Line("  };");
-  w.End(p.op_produce);
-  w.Line("");
-
-  // Consumer: ldmatrix fragments and mma.sync over one stage.
-  w.Begin(p.op_consume);
-  w.Line("  auto consume = [&](int stage) {");
-  w.Line("    const uint32_t a_stage = smem_base + kOffsetA + stage * kStageBytesA;");
-  w.Line("    const uint32_t b_stage = smem_base + kOffsetB + stage * kStageBytesB;");
-  w.Line("#pragma unroll");
-  w.Line("    for (int ks = 0; ks < kTileK / 16; ++ks) {");
-  w.Line("      uint32_t a_frag[kFragsM][4], b_frag[kFragsN][2];");
-  w.Begin(p.op_load_a);
-  w.Line("#pragma unroll");
-  w.Line("      for (int i = 0; i < kFragsM; ++i) {");
-  w.Line("        const int row = warp_m * kWarpTileM + i * 16 + (lane & 15);");
-  w.Line("        const uint32_t addr = a_stage + OffsetA(row, ks * 2 + (lane >> 4)) * 2;");
-  w.Line(
-      "        asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\\n\"");
-  w.Line(
-      "                     : \"=r\"(a_frag[i][0]), \"=r\"(a_frag[i][1]), \"=r\"(a_frag[i][2]),");
-  w.Line("                       \"=r\"(a_frag[i][3])");
-  w.Line("                     : \"r\"(addr));");
-  w.Line("      }");
-  w.End(p.op_load_a);
-  w.Begin(p.op_load_b);
-  if (p.b_load_x4) {
-    w.Line("#pragma unroll");
-    w.Line("      for (int j = 0; j < kFragsN; j += 2) {");
-    w.Line(
-        "        const int row = warp_n * kWarpTileN + j * 8 + (lane & 7) + ((lane >> 4) << 3);");
-    w.Line("        const uint32_t addr = b_stage + OffsetB(row, ks * 2 + ((lane >> 3) & 1)) * 2;");
-    w.Line(
-        "        asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, "
-        "[%4];\\n\"");
-    w.Line(
-        "                     : \"=r\"(b_frag[j][0]), \"=r\"(b_frag[j][1]), \"=r\"(b_frag[j + "
-        "1][0]),");
-    w.Line("                       \"=r\"(b_frag[j + 1][1])");
-    w.Line("                     : \"r\"(addr));");
-    w.Line("      }");
-  } else {
-    w.Line("#pragma unroll");
-    w.Line("      for (int j = 0; j < kFragsN; ++j) {");
-    w.Line("        const int row = warp_n * kWarpTileN + j * 8 + (lane & 7);");
-    w.Line("        const uint32_t addr = b_stage + OffsetB(row, ks * 2 + ((lane >> 3) & 1)) * 2;");
-    w.Line("        asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\\n\"");
-    w.Line("                     : \"=r\"(b_frag[j][0]), \"=r\"(b_frag[j][1])");
-    w.Line("                     : \"r\"(addr));");
-    w.Line("      }");
-  }
-  w.End(p.op_load_b);
-  w.Begin(p.op_mma);
-  w.Line("#pragma unroll");
-  w.Line("      for (int i = 0; i < kFragsM; ++i)");
-  w.Line("#pragma unroll");
-  w.Line("        for (int j = 0; j < kFragsN; ++j)");
-  w.Line("          asm volatile(");
-  w.Line("              \"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, \"");
-  w.Line("              \"{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\\n\"");
-  w.Line(
-      "              : \"+f\"(acc[i][j][0]), \"+f\"(acc[i][j][1]), \"+f\"(acc[i][j][2]), "
-      "\"+f\"(acc[i][j][3])");
-  w.Line(
-      "              : \"r\"(a_frag[i][0]), \"r\"(a_frag[i][1]), \"r\"(a_frag[i][2]), "
-      "\"r\"(a_frag[i][3]),");
-  w.Line("                \"r\"(b_frag[j][0]), \"r\"(b_frag[j][1]));");
-  w.End(p.op_mma);
-  w.Line("    }");
-  w.Line("  };");
-  w.End(p.op_consume);
-  w.Line("");
-
-  // The pipeline protocol: slot = k-tile % stages; a generation is Filling from its cp.async
-  // issue, Ready after wait_group + barrier, Reading during consume, Free at the next barrier.
-  w.Begin(p.op_kloop);
-  if (p.stages == 1) {
-    w.Line("  for (int kt = 0; kt < k_tiles; ++kt) {");
-    w.Line("    produce(0, kt);");
-    w.Line("    asm volatile(\"cp.async.commit_group;\\n\" ::);");
-    w.Line("    asm volatile(\"cp.async.wait_group 0;\\n\" ::);");
-    w.Line("    __syncthreads();");
-    w.Line("    consume(0);");
-    w.Begin(p.op_release);
-    w.Line("    __syncthreads();  // release: the slot is Free before it is refilled");
-    w.End(p.op_release);
-    w.Line("  }");
-  } else {
-    w.Line("#pragma unroll");
-    w.Line("  for (int s = 0; s < kStages - 1; ++s) {");
-    w.Line("    if (s < k_tiles) produce(s, s);");
-    w.Line("    asm volatile(\"cp.async.commit_group;\\n\" ::);");
-    w.Line("  }");
-    w.Line("  for (int kt = 0; kt < k_tiles; ++kt) {");
-    w.Line("    asm volatile(\"cp.async.wait_group %0;\\n\" ::\"n\"(kStages - 2));");
-    w.Begin(p.op_release);
-    w.Line(
-        "    // Stage kt is Ready; stage kt-1 was released by every consumer before this barrier.");
-    w.Line("    __syncthreads();");
-    w.End(p.op_release);
-    w.Line("    const int next = kt + kStages - 1;");
-    w.Line("    if (next < k_tiles) produce(next % kStages, next);");
-    w.Line("    asm volatile(\"cp.async.commit_group;\\n\" ::);");
-    w.Line("    consume(kt % kStages);");
-    w.Line("  }");
-  }
-  w.End(p.op_kloop);
-  w.Line("");
+  EmitWarpMainloop(p, {p.a, p.b, p.m, p.n, p.k}, w);
 
   // Epilogue: accumulator fragment (row lane/4 [+8], columns 2*(lane%4) [+1]) to global.
   w.Begin(p.op_store);

@@ -1,0 +1,395 @@
+#include "warp_tiles.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace cake::compiler {
+namespace {
+
+std::string SwizzleExpr(ir::Representation::Kind kind) {
+  switch (kind) {
+    case ir::Representation::SWIZZLE_64B:
+      return "((row >> 1) & 3)";
+    case ir::Representation::SWIZZLE_128B:
+      return "(row & 7)";
+    default:
+      return "0";
+  }
+}
+
+}  // namespace
+
+absl::Status LoweringUnsupported(const std::string& lowering, absl::string_view why) {
+  return absl::UnimplementedError(absl::StrCat(lowering, " lowering: ", why));
+}
+
+absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGraph& g,
+                                        const std::string& lowering) {
+  const auto Unsupported = [](const std::string& who, absl::string_view why) {
+    return LoweringUnsupported(who, why);
+  };
+  if (module.kernels_size() != 1)
+    return Unsupported(lowering, "a single-kernel module is required");
+  const ir::Kernel& k = *g.kernel;
+  WarpTiles t;
+
+  // Structure: role_region { for_each_tile { for_k_tiles { produce, consume }, epilogue } }.
+  if (g.roots.size() != 1 || !g.roots[0]->op->has_role_region())
+    return Unsupported(lowering, "one top-level role_region is required");
+  const OpNode* role = g.roots[0];
+  if (role->children.size() != 1 || !role->children[0]->op->has_for_each_tile())
+    return Unsupported(lowering, "the role region must hold exactly one for_each_tile");
+  const OpNode* tiles = role->children[0];
+  if (tiles->children.size() != 2 || !tiles->children[0]->op->has_for_k_tiles())
+    return Unsupported(lowering, "the tile loop must hold for_k_tiles followed by one epilogue");
+  const OpNode* kloop = tiles->children[0];
+  t.epilogue = tiles->children[1];
+  if (kloop->children.size() != 2 || !kloop->children[0]->op->has_produce() ||
+      !kloop->children[1]->op->has_consume())
+    return Unsupported(lowering, "the k loop must hold produce followed by consume");
+  const OpNode* produce = kloop->children[0];
+  const OpNode* consume = kloop->children[1];
+  t.op_role = role->op->id();
+  t.op_tiles = tiles->op->id();
+  t.op_kloop = kloop->op->id();
+  t.op_produce = produce->op->id();
+  t.op_consume = consume->op->id();
+
+  // Work schedule.
+  auto wi = g.work.find(tiles->op->for_each_tile().work());
+  if (wi == g.work.end() || !wi->second->has_static_tiles())
+    return Unsupported(lowering, "static_tiles work schedule required");
+  const ir::StaticTiles& st = wi->second->static_tiles();
+  t.tile_m = st.tile_m();
+  t.tile_n = st.tile_n();
+  t.tile_k = kloop->op->for_k_tiles().extent();
+  if (t.tile_k % 16 != 0) return Unsupported(lowering, "k-tile must be a multiple of 16");
+
+  // Role covers the whole CTA.
+  auto ri = g.roles.find(role->op->role_region().role());
+  if (ri == g.roles.end()) return Unsupported(lowering, "unknown role");
+  t.threads = k.launch().threads_per_cta();
+  if (ri->second->warps_size() * 32 != t.threads)
+    return Unsupported(lowering, "a single role owning every warp is required");
+  if (ri->second->register_budget() != 0)
+    return Unsupported(lowering, "register budgets are not lowered");
+
+  // Instruction.
+  if (k.instrs_size() != 1) return Unsupported(lowering, "exactly one MMA instruction is required");
+  const ir::MmaInstr& instr = k.instrs(0);
+  if (instr.family() != ir::WARP_SYNC || instr.shape() != ir::M16N8K16 || instr.a() != ir::BF16 ||
+      instr.b() != ir::BF16 || instr.accumulator() != ir::F32 || instr.has_block_scale())
+    return Unsupported(lowering, "only mma.sync m16n8k16 BF16 x BF16 -> F32 is lowered");
+
+  // Accumulator.
+  if (k.accumulators_size() != 1)
+    return Unsupported(lowering, "exactly one accumulator is required");
+  const ir::Accumulator& acc = k.accumulators(0);
+  t.warps_m = acc.partition().rows();
+  t.warps_n = acc.partition().cols();
+  if (t.warps_m * t.warps_n * 32 != t.threads)
+    return Unsupported(lowering, "the accumulator warp grid must cover every warp");
+  if (acc.init() != ir::Accumulator::ZERO)
+    return Unsupported(lowering, "accumulator init must be ZERO");
+  if (t.tile_m % (16 * t.warps_m) != 0 || t.tile_n % (8 * t.warps_n) != 0)
+    return Unsupported(lowering, "tile does not divide into warp fragments");
+
+  // Pipeline.
+  if (k.pipelines_size() != 1) return Unsupported(lowering, "exactly one pipeline is required");
+  const ir::Pipeline& pipe = k.pipelines(0);
+  if (pipe.transfer() != ir::CP_ASYNC)
+    return Unsupported(lowering, "only CP_ASYNC pipelines are lowered");
+  t.stages = pipe.stages();
+  if (t.stages < 1 || t.stages > 4) return Unsupported(lowering, "1..4 stages are lowered");
+
+  // Copies.
+  if (produce->children.size() != 2) return Unsupported(lowering, "produce must hold two copies");
+  const ir::Buffer* abuf = nullptr;
+  const ir::Buffer* bbuf = nullptr;
+  for (const OpNode* c : produce->children) {
+    if (!c->op->has_copy()) return Unsupported(lowering, "produce may only hold copies");
+    const ir::Copy& copy = c->op->copy();
+    if (copy.transfer() != ir::CP_ASYNC || copy.vector_bytes() != 16)
+      return Unsupported(lowering, "copies must be 16-byte cp.async");
+    auto bi = g.buffers.find(copy.dst());
+    if (bi == g.buffers.end()) return Unsupported(lowering, "copy destination unknown");
+    const bool zero_fill = copy.mask() == ir::MASK_ZERO_FILL;
+    if (copy.origin() == ir::Copy::TILE_M_K) {
+      t.a = copy.src();
+      abuf = bi->second;
+      t.op_copy_a = c->op->id();
+      t.mask_mk = zero_fill;
+    } else if (copy.origin() == ir::Copy::TILE_N_K) {
+      t.b = copy.src();
+      bbuf = bi->second;
+      t.op_copy_b = c->op->id();
+      t.mask_mk = t.mask_mk || zero_fill;
+    } else {
+      return Unsupported(lowering, "copy origin must be TILE_M_K or TILE_N_K");
+    }
+  }
+  if (abuf == nullptr || bbuf == nullptr)
+    return Unsupported(lowering, "one A copy and one B copy required");
+
+  // Consume: two matrix loads, one mma, release.
+  if (consume->children.size() != 4 || !consume->children[3]->op->has_release())
+    return Unsupported(lowering, "consume must hold two matrix loads, an mma and a release");
+  for (int i = 0; i < 3; ++i) {
+    const ir::Operation& op = *consume->children[i]->op;
+    if (op.has_matrix_load()) {
+      const ir::MatrixLoad& ml = op.matrix_load();
+      if (ml.operand() == ir::OPERAND_A) {
+        if (ml.form() != ir::LDMATRIX_X4 || ml.src() != abuf->name())
+          return Unsupported(lowering, "operand A is loaded with LDMATRIX_X4 from the A stage");
+        t.op_load_a = op.id();
+      } else {
+        if ((ml.form() != ir::LDMATRIX_X4 && ml.form() != ir::LDMATRIX_X2) ||
+            ml.src() != bbuf->name())
+          return Unsupported(lowering, "operand B is loaded with LDMATRIX_X4/X2 from the B stage");
+        t.b_load_x4 = ml.form() == ir::LDMATRIX_X4;
+        t.op_load_b = op.id();
+      }
+    } else if (op.has_mma()) {
+      t.op_mma = op.id();
+    } else {
+      return Unsupported(lowering, "unexpected operation in consume");
+    }
+  }
+  t.op_release = consume->children[3]->op->id();
+  if (t.op_load_a.empty() || t.op_load_b.empty() || t.op_mma.empty())
+    return Unsupported(lowering, "consume needs an A load, a B load and an mma");
+  if (t.b_load_x4 && (t.tile_n / t.warps_n / 8) % 2 != 0)
+    return Unsupported(lowering, "LDMATRIX_X4 for B needs an even number of n8 tiles per warp");
+
+  // Shared representations.
+  auto check_repr = [&](const ir::Buffer& b, int rows, ir::Representation::Kind* kind,
+                        int* pad) -> absl::Status {
+    if (b.dtype() != ir::BF16 || b.shape().dims_size() != 2 ||
+        ConstDim(b.shape().dims(0)).value_or(0) != rows ||
+        ConstDim(b.shape().dims(1)).value_or(0) != t.tile_k)
+      return Unsupported(lowering, absl::StrCat("stage buffer '", b.name(), "' must be BF16 [",
+                                                rows, ", ", t.tile_k, "]"));
+    *kind = b.representation().kind();
+    *pad = b.representation().padding_elements();
+    if (*kind == ir::Representation::ROW_MAJOR) {
+      if (*pad % 8 != 0) return Unsupported(lowering, "padding must keep 16-byte rows");
+    } else if (*kind == ir::Representation::SWIZZLE_64B) {
+      if (t.tile_k != 32 || *pad != 0)
+        return Unsupported(lowering, "SWIZZLE_64B needs k-tile 32, no pad");
+    } else if (*kind == ir::Representation::SWIZZLE_128B) {
+      if (t.tile_k != 64 || *pad != 0)
+        return Unsupported(lowering, "SWIZZLE_128B needs k-tile 64, no pad");
+    } else {
+      return Unsupported(lowering,
+                         "stage representation must be ROW_MAJOR, SWIZZLE_64B or SWIZZLE_128B");
+    }
+    if (b.pipeline() != pipe.name())
+      return Unsupported(lowering, "stage buffers belong to the pipeline");
+    return absl::OkStatus();
+  };
+  absl::Status s = check_repr(*abuf, t.tile_m, &t.a_repr, &t.a_padding);
+  if (!s.ok()) return s;
+  s = check_repr(*bbuf, t.tile_n, &t.b_repr, &t.b_padding);
+  if (!s.ok()) return s;
+
+  t.shared = PlanShared(g);
+  for (const SharedRegionPlan& r : t.shared.regions) {
+    if (r.name == abuf->name()) {
+      t.a_offset = r.offset;
+      t.a_stage_bytes = r.bytes_per_stage;
+    }
+    if (r.name == bbuf->name()) {
+      t.b_offset = r.offset;
+      t.b_stage_bytes = r.bytes_per_stage;
+    }
+  }
+  if (t.shared.regions.size() != 2)
+    return Unsupported(lowering, "exactly two shared buffers are lowered");
+  return t;
+}
+
+void EmitWarpTileConstants(const WarpTiles& t, SourceWriter& w) {
+  w.Line(absl::StrCat("constexpr int kTileM = ", t.tile_m, ", kTileN = ", t.tile_n,
+                      ", kTileK = ", t.tile_k, ";"));
+  w.Line(absl::StrCat("constexpr int kWarpsM = ", t.warps_m, ", kWarpsN = ", t.warps_n,
+                      ", kStages = ", t.stages, ", kThreads = ", t.threads, ";"));
+  w.Line("constexpr int kWarpTileM = kTileM / kWarpsM, kWarpTileN = kTileN / kWarpsN;");
+  w.Line("constexpr int kFragsM = kWarpTileM / 16, kFragsN = kWarpTileN / 8;");
+  w.Line(absl::StrCat("constexpr int kRowA = kTileK + ", t.a_padding, ", kRowB = kTileK + ",
+                      t.b_padding, ";  // elements per shared row"));
+  w.Line(absl::StrCat("constexpr uint32_t kOffsetA = ", t.a_offset,
+                      ", kStageBytesA = ", t.a_stage_bytes, ";"));
+  w.Line(absl::StrCat("constexpr uint32_t kOffsetB = ", t.b_offset,
+                      ", kStageBytesB = ", t.b_stage_bytes, ";"));
+  w.Line("constexpr int kChunksPerRow = kTileK / 8;  // 16-byte chunks");
+  w.Line("");
+  w.Line("// Element offset of 16-byte chunk `chunk` of row `row` inside one stage.");
+  w.Line("__device__ __forceinline__ uint32_t OffsetA(int row, int chunk) {");
+  w.Line(absl::StrCat("  return row * kRowA + ((chunk ^ ", SwizzleExpr(t.a_repr), ") * 8);"));
+  w.Line("}");
+  w.Line("__device__ __forceinline__ uint32_t OffsetB(int row, int chunk) {");
+  w.Line(absl::StrCat("  return row * kRowB + ((chunk ^ ", SwizzleExpr(t.b_repr), ") * 8);"));
+  w.Line("}");
+  w.Line("");
+  w.Line("__device__ __forceinline__ void CopyChunk(uint32_t dst, const void* src, bool valid) {");
+  w.Line("  // Zero-fill: a source size of 0 writes 16 zero bytes and reads nothing.");
+  w.Line(
+      "  asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\\n\" ::\"r\"(dst), "
+      "\"l\"(src),");
+  w.Line("               \"r\"(valid ? 16 : 0));");
+  w.Line("}");
+}
+
+void EmitWarpMainloop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& w) {
+  w.Line("  float acc[kFragsM][kFragsN][4];");
+  w.Line("#pragma unroll");
+  w.Line("  for (int i = 0; i < kFragsM; ++i)");
+  w.Line("#pragma unroll");
+  w.Line("    for (int j = 0; j < kFragsN; ++j)");
+  w.Line("#pragma unroll");
+  w.Line("      for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;");
+  w.Line(absl::StrCat("  const int k_tiles = (", terms.k, " + kTileK - 1) / kTileK;"));
+  w.Line("");
+
+  // Producer: one stage of A and B, 16-byte cp.async chunks, tails zero-filled.
+  w.Begin(t.op_produce);
+  w.Line("  auto produce = [&](int stage, int kt) {");
+  auto emit_copy = [&](const std::string& op, const std::string& tensor, const char* rows,
+                       const std::string& row_origin, const std::string& extent,
+                       const char* offset_fn, const char* offset, const char* stage_bytes) {
+    w.Begin(op);
+    w.Line("    {");
+    w.Line(absl::StrCat("    constexpr int kChunks = ", rows, " * kChunksPerRow;"));
+    w.Line("#pragma unroll");
+    w.Line("    for (int i = 0; i < (kChunks + kThreads - 1) / kThreads; ++i) {");
+    w.Line("      const int c = tid + i * kThreads;");
+    w.Line("      if (kChunks % kThreads != 0 && c >= kChunks) break;");
+    w.Line("      const int row = c / kChunksPerRow, chunk = c % kChunksPerRow;");
+    w.Line(absl::StrCat("      const int g_row = ", row_origin,
+                        " + row, g_k = kt * kTileK + chunk * 8;"));
+    if (t.mask_mk)
+      w.Line(absl::StrCat("      const bool valid = g_row < ", extent, " && g_k < ", terms.k, ";"));
+    else
+      w.Line("      const bool valid = true;  // full tiles proven by the contract");
+    w.Line(absl::StrCat("      const __nv_bfloat16* src = valid ? ", tensor, " + int64_t(g_row) * ",
+                        terms.k, " + g_k : ", tensor, ";"));
+    w.Line(absl::StrCat("      CopyChunk(smem_base + ", offset, " + stage * ", stage_bytes, " + ",
+                        offset_fn, "(row, chunk) * 2, src, valid);"));
+    w.Line("    }");
+    w.Line("    }");
+    w.End(op);
+  };
+  emit_copy(t.op_copy_a, terms.a_ptr, "kTileM", terms.a_row0, terms.a_rows, "OffsetA", "kOffsetA",
+            "kStageBytesA");
+  emit_copy(t.op_copy_b, terms.b_ptr, "kTileN", terms.b_row0, terms.b_rows, "OffsetB", "kOffsetB",
+            "kStageBytesB");
+  w.Line("  };");
+  w.End(t.op_produce);
+  w.Line("");
+
+  // Consumer: ldmatrix fragments and mma.sync over one stage.
+  w.Begin(t.op_consume);
+  w.Line("  auto consume = [&](int stage) {");
+  w.Line("    const uint32_t a_stage = smem_base + kOffsetA + stage * kStageBytesA;");
+  w.Line("    const uint32_t b_stage = smem_base + kOffsetB + stage * kStageBytesB;");
+  w.Line("#pragma unroll");
+  w.Line("    for (int ks = 0; ks < kTileK / 16; ++ks) {");
+  w.Line("      uint32_t a_frag[kFragsM][4], b_frag[kFragsN][2];");
+  w.Begin(t.op_load_a);
+  w.Line("#pragma unroll");
+  w.Line("      for (int i = 0; i < kFragsM; ++i) {");
+  w.Line("        const int row = warp_m * kWarpTileM + i * 16 + (lane & 15);");
+  w.Line("        const uint32_t addr = a_stage + OffsetA(row, ks * 2 + (lane >> 4)) * 2;");
+  w.Line(
+      "        asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\\n\"");
+  w.Line(
+      "                     : \"=r\"(a_frag[i][0]), \"=r\"(a_frag[i][1]), \"=r\"(a_frag[i][2]),");
+  w.Line("                       \"=r\"(a_frag[i][3])");
+  w.Line("                     : \"r\"(addr));");
+  w.Line("      }");
+  w.End(t.op_load_a);
+  w.Begin(t.op_load_b);
+  if (t.b_load_x4) {
+    w.Line("#pragma unroll");
+    w.Line("      for (int j = 0; j < kFragsN; j += 2) {");
+    w.Line(
+        "        const int row = warp_n * kWarpTileN + j * 8 + (lane & 7) + ((lane >> 4) << 3);");
+    w.Line("        const uint32_t addr = b_stage + OffsetB(row, ks * 2 + ((lane >> 3) & 1)) * 2;");
+    w.Line(
+        "        asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, "
+        "[%4];\\n\"");
+    w.Line(
+        "                     : \"=r\"(b_frag[j][0]), \"=r\"(b_frag[j][1]), \"=r\"(b_frag[j + "
+        "1][0]),");
+    w.Line("                       \"=r\"(b_frag[j + 1][1])");
+    w.Line("                     : \"r\"(addr));");
+    w.Line("      }");
+  } else {
+    w.Line("#pragma unroll");
+    w.Line("      for (int j = 0; j < kFragsN; ++j) {");
+    w.Line("        const int row = warp_n * kWarpTileN + j * 8 + (lane & 7);");
+    w.Line("        const uint32_t addr = b_stage + OffsetB(row, ks * 2 + ((lane >> 3) & 1)) * 2;");
+    w.Line("        asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\\n\"");
+    w.Line("                     : \"=r\"(b_frag[j][0]), \"=r\"(b_frag[j][1])");
+    w.Line("                     : \"r\"(addr));");
+    w.Line("      }");
+  }
+  w.End(t.op_load_b);
+  w.Begin(t.op_mma);
+  w.Line("#pragma unroll");
+  w.Line("      for (int i = 0; i < kFragsM; ++i)");
+  w.Line("#pragma unroll");
+  w.Line("        for (int j = 0; j < kFragsN; ++j)");
+  w.Line("          asm volatile(");
+  w.Line("              \"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, \"");
+  w.Line("              \"{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\\n\"");
+  w.Line(
+      "              : \"+f\"(acc[i][j][0]), \"+f\"(acc[i][j][1]), \"+f\"(acc[i][j][2]), "
+      "\"+f\"(acc[i][j][3])");
+  w.Line(
+      "              : \"r\"(a_frag[i][0]), \"r\"(a_frag[i][1]), \"r\"(a_frag[i][2]), "
+      "\"r\"(a_frag[i][3]),");
+  w.Line("                \"r\"(b_frag[j][0]), \"r\"(b_frag[j][1]));");
+  w.End(t.op_mma);
+  w.Line("    }");
+  w.Line("  };");
+  w.End(t.op_consume);
+  w.Line("");
+
+  // The pipeline protocol: slot = k-tile % stages; a generation is Filling from its cp.async
+  // issue, Ready after wait_group + barrier, Reading during consume, Free at the next barrier.
+  w.Begin(t.op_kloop);
+  if (t.stages == 1) {
+    w.Line("  for (int kt = 0; kt < k_tiles; ++kt) {");
+    w.Line("    produce(0, kt);");
+    w.Line("    asm volatile(\"cp.async.commit_group;\\n\" ::);");
+    w.Line("    asm volatile(\"cp.async.wait_group 0;\\n\" ::);");
+    w.Line("    __syncthreads();");
+    w.Line("    consume(0);");
+    w.Begin(t.op_release);
+    w.Line("    __syncthreads();  // release: the slot is Free before it is refilled");
+    w.End(t.op_release);
+    w.Line("  }");
+  } else {
+    w.Line("#pragma unroll");
+    w.Line("  for (int s = 0; s < kStages - 1; ++s) {");
+    w.Line("    if (s < k_tiles) produce(s, s);");
+    w.Line("    asm volatile(\"cp.async.commit_group;\\n\" ::);");
+    w.Line("  }");
+    w.Line("  for (int kt = 0; kt < k_tiles; ++kt) {");
+    w.Line("    asm volatile(\"cp.async.wait_group %0;\\n\" ::\"n\"(kStages - 2));");
+    w.Begin(t.op_release);
+    w.Line(
+        "    // Stage kt is Ready; stage kt-1 was released by every consumer before this barrier.");
+    w.Line("    __syncthreads();");
+    w.End(t.op_release);
+    w.Line("    const int next = kt + kStages - 1;");
+    w.Line("    if (next < k_tiles) produce(next % kStages, next);");
+    w.Line("    asm volatile(\"cp.async.commit_group;\\n\" ::);");
+    w.Line("    consume(kt % kStages);");
+    w.Line("  }");
+  }
+  w.End(t.op_kloop);
+  w.Line("");
+}
+
+}  // namespace cake::compiler

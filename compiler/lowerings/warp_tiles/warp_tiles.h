@@ -1,0 +1,61 @@
+// The warp-tiling pieces of the lowerings that compute A * B^T tiles with mma.sync (warp_gemm,
+// kmeans_argmin): the plan of a kernel shaped
+//   role_region { for_each_tile { for_k_tiles { produce { copy A, copy B },
+//                                               consume { load A, load B, mma, release } },
+//                                 EPILOGUE } }
+// (one role over every warp, one mma.sync m16n8k16 BF16 -> F32 instruction, one accumulator, one
+// cp.async pipeline of two staging buffers), and the CUDA C++ of its constants and main loop.
+// The epilogue and the tensors' shapes are each lowering's own. Pure; thread-compatible.
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "cake/ir.pb.h"
+#include "compiler/graph.h"
+#include "compiler/passes.h"
+#include "compiler/source_writer.h"
+
+namespace cake::compiler {
+
+struct WarpTiles {
+  std::string a, b;  // the copied tensors (TILE_M_K and TILE_N_K origins)
+  int tile_m = 0, tile_n = 0, tile_k = 0;
+  int warps_m = 0, warps_n = 0;
+  int stages = 0;
+  int threads = 0;
+  ir::Representation::Kind a_repr = ir::Representation::ROW_MAJOR;
+  ir::Representation::Kind b_repr = ir::Representation::ROW_MAJOR;
+  int a_padding = 0, b_padding = 0;
+  bool b_load_x4 = true;  // LDMATRIX_X4 (pairs of n8 tiles) vs LDMATRIX_X2
+  bool mask_mk = true;    // zero-fill A/B tails
+  SharedPlan shared;
+  int64_t a_offset = 0, b_offset = 0;
+  int64_t a_stage_bytes = 0, b_stage_bytes = 0;
+  // Operation ids, for the source map and receipt.
+  std::string op_role, op_tiles, op_kloop, op_produce, op_copy_a, op_copy_b, op_consume, op_load_a,
+      op_load_b, op_mma, op_release;
+  const OpNode* epilogue = nullptr;  // the tile loop's operation after for_k_tiles
+};
+
+// Unimplemented, prefixed "`lowering` lowering: ", when the kernel is not shaped as above.
+absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGraph& g,
+                                        const std::string& lowering);
+absl::Status LoweringUnsupported(const std::string& lowering, absl::string_view why);
+
+// The main loop's terms in the kernel's source: the tiles' base pointers, their row origins and
+// extents, and the reduction extent.
+struct MainloopTerms {
+  std::string a_ptr, b_ptr;    // e.g. "A", or "xb" (a batch's base)
+  std::string a_rows, b_rows;  // row extents, e.g. "M"
+  std::string k;               // reduction extent
+  std::string a_row0 = "m0", b_row0 = "n0";
+};
+
+// Namespace-scope constants (kTileM ... kChunksPerRow), the staging offset functions and the
+// cp.async chunk copy.
+void EmitWarpTileConstants(const WarpTiles& t, SourceWriter& w);
+// `float acc[kFragsM][kFragsN][4]` zeroed, then the pipelined k loop (produce, consume, release).
+void EmitWarpMainloop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& w);
+
+}  // namespace cake::compiler
