@@ -182,6 +182,25 @@ void CheckCopy(const KernelGraph& g, const OpNode& n, DiagnosticSink& sink, Chec
   }
 }
 
+// An arg-reduction writes its index (and value) tensors: they must be writable.
+void CheckArgReduce(const KernelGraph& g, const OpNode& n, DiagnosticSink& sink,
+                    CheckCounter& checks) {
+  const ir::ArgReduce& ar = n.op->arg_reduce();
+  for (const std::string& name : {ar.index_dst(), ar.value_dst()}) {
+    auto ti = g.tensors.find(name);
+    if (ti == g.tensors.end()) continue;
+    ++checks;
+    if (ti->second->access() == ir::READ_ONLY)
+      sink.Error(report::DIAG_WRITE_TO_READ_ONLY)
+          .Op(n.op->id())
+          .Path(n.path)
+          .Resource(name)
+          .Condition(absl::StrCat("'", name, "' is writable (access WRITE_ONLY/READ_WRITE)"))
+          .Evidence("declared access: READ_ONLY")
+          .Message("arg-reduction into a read-only parameter");
+  }
+}
+
 void CheckStore(const KernelGraph& g, const OpNode& n, DiagnosticSink& sink, CheckCounter& checks) {
   const ir::StoreAccumulator& st = n.op->store_accumulator();
   auto ti = g.tensors.find(st.dst());
@@ -252,6 +271,7 @@ void RunBoundsPass(const PassContext& ctx, DiagnosticSink& sink, CheckCounter& c
       const ir::Operation& op = *np->op;
       if (op.has_copy()) CheckCopy(g, *np, sink, checks);
       if (op.has_store_accumulator()) CheckStore(g, *np, sink, checks);
+      if (op.has_arg_reduce()) CheckArgReduce(g, *np, sink, checks);
       CheckKLoop(g, *np, sink, checks);
       if (op.has_for_k_tiles()) {
         ++checks;

@@ -4,8 +4,8 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "schedule_limits.h"
 #include "passes.h"
+#include "schedule_limits.h"
 
 namespace cake::compiler {
 namespace {
@@ -89,6 +89,12 @@ std::vector<Ref> ReferencesOf(const ir::Operation& op) {
                op.quantize_probabilities().probabilities()}};
     case ir::Operation::kRowReduce:
       return {{K::kValue, "row_reduce.src", op.row_reduce().src()}};
+    case ir::Operation::kArgReduce:
+      return {{K::kAccumulator, "arg_reduce.acc", op.arg_reduce().acc()},
+              {K::kTensor, "arg_reduce.column_norms", op.arg_reduce().column_norms(), true},
+              {K::kTensor, "arg_reduce.row_norms", op.arg_reduce().row_norms(), true},
+              {K::kTensor, "arg_reduce.index_dst", op.arg_reduce().index_dst()},
+              {K::kTensor, "arg_reduce.value_dst", op.arg_reduce().value_dst(), true}};
     case ir::Operation::kStorePartial:
       return {{K::kState, "store_partial.state", op.store_partial().state()},
               {K::kTensor, "store_partial.dst", op.store_partial().dst()},

@@ -109,6 +109,7 @@ void CheckRoles(const KernelGraph& g, DiagnosticSink& sink, CheckCounter& checks
     std::string acc;
     if (op.has_mma()) acc = op.mma().acc();
     if (op.has_store_accumulator()) acc = op.store_accumulator().acc();
+    if (op.has_arg_reduce()) acc = op.arg_reduce().acc();
     if (acc.empty()) continue;
     auto ai = g.accumulators.find(acc);
     if (ai == g.accumulators.end()) continue;

@@ -120,12 +120,15 @@ TEST(Examples, EveryExampleAnalyzesOnEveryTarget) {
       const auto a = compiler::Analyze(parsed, t);
       EXPECT_NE(a->report.verdict(), report::VERDICT_UNSPECIFIED);
       EXPECT_EQ(a->report.passes_size(), 10);
-      const bool gemm = file.filename() == "gemm_bf16.textproto";
-      EXPECT_EQ(a->report.lowering_supported(), gemm);
+      // Every example lowers but the three that show constructs no lowering covers yet.
+      const std::string name = file.filename().string();
+      const bool lowered = name != "fp8_gemm_pipelined.textproto" &&
+                           name != "nvfp4_gemm.textproto" && name != "sparse_mla_decode.textproto";
+      EXPECT_EQ(a->report.lowering_supported(), lowered);
       bool lowering_unknown = false;
       for (const auto& d : a->report.diagnostics())
         if (d.id() == report::DIAG_LOWERING_UNSUPPORTED) lowering_unknown = true;
-      EXPECT_EQ(lowering_unknown, !gemm);
+      EXPECT_EQ(lowering_unknown, !lowered);
     }
   }
 }
