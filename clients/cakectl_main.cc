@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -310,10 +312,42 @@ int main(int argc, char** argv) {
   agent->add_option("--contract", contract_id, "Contract id")->required();
   agent->add_option("--count", count, "How many candidates to propose (default 4)");
 
+  auto* space_cmd = app.add_subcommand(
+      "space", "Write the built-in proposer's schedules of an operation to a folder (offline)");
+  std::string space_operation, space_out;
+  space_cmd->add_option("OPERATION", space_operation, "Contract operation, e.g. gemm_bf16_tn")
+      ->required();
+  space_cmd->add_option("--out", space_out, "Folder for NN.textproto files and labels.txt")
+      ->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? kOk : kUsage;
+  }
+  if (space_cmd->parsed()) {
+    const cake::workloads::Workload* w = cake::workloads::FindWorkload(space_operation);
+    if (w == nullptr) {
+      std::cerr << "cakectl: " << cake::workloads::UnknownOperation(space_operation).message()
+                << "\n";
+      return kUsage;
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(space_out, ec);
+    std::ofstream labels(std::filesystem::path(space_out) / "labels.txt");
+    int i = 0;
+    for (const cake::workloads::Proposal& p : w->ScheduleSpace()) {
+      char name[32];
+      std::snprintf(name, sizeof(name), "%02d.textproto", i++);
+      std::ofstream(std::filesystem::path(space_out) / name) << p.schedule_text;
+      labels << name << "\t" << p.label << "\n";
+    }
+    if (!labels) {
+      std::cerr << "cakectl: cannot write " << space_out << "\n";
+      return kUsage;
+    }
+    std::cout << i << " schedules written to " << space_out << "\n";
+    return kOk;
   }
 
   Client client(g);

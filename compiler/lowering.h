@@ -63,7 +63,7 @@ class Lowering {
 std::vector<const Lowering*> AllLowerings();
 const Lowering* LoweringByName(const std::string& name);
 // The lowering that covers the module's kernel, or nullptr with each lowering's reason in
-// `why_not` ("warp_gemm: ...; kmeans_argmin: ...").
+// `why_not` ("warp_gemm: ...; <next lowering>: ...").
 const Lowering* MatchLowering(const ir::Module& module, const KernelGraph& g,
                               std::string* why_not = nullptr);
 // Fills a receipt's launch when an older version of its lowering left it out (legacy receipts);

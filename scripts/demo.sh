@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job: a real optimisation round. Starts caked on a fresh state directory (embedded
-# SQLite ledger), creates the bundled warp-GEMM contract, lets the built-in proposer submit
-# candidates through the public API, shows progress, prints `cakectl status`, the candidates and
-# the ledger's rows, then stops the daemon. With a GPU the candidates are validated, timed and
+# SQLite ledger), creates every bundled contract (contracts/<name>.textproto, its baseline
+# examples/<name>.textproto: the warp GEMM and the KMeans assignment), lets the built-in proposer
+# submit candidates to each through the public API, shows progress, prints `cakectl status`, the
+# candidates and the ledger's rows, then stops the daemon. With a GPU the candidates are validated, timed and
 # one may be promoted; without one they stop at Compiled with "no execution device".
 set -euo pipefail
 build=${1:-build}
@@ -20,13 +21,18 @@ trap 'kill $daemon 2>/dev/null || true; wait $daemon 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do [ -S "$state/caked.sock" ] && [ -f "$CAKE_TOKEN_FILE" ] && break; sleep 0.1; done
 sed 's/^/  caked: /' "$state/caked.log"
 
-echo "== cakectl contract create contracts/gemm_bf16.textproto"
-contract=$("$bin/cakectl" -o json contract create "$root/contracts/gemm_bf16.textproto" \
-  --baseline "$root/examples/gemm_bf16.textproto" | python3 -c 'import json,sys; print(json.load(sys.stdin)["contract_id"])')
-echo "contract $contract"
-
-echo "== cakectl demo-agent (built-in proposer, public RPCs only)"
-"$bin/cakectl" -o table demo-agent --contract "$contract" --count "$count"
+contracts=()
+for file in "$root"/contracts/*.textproto; do
+  name=$(basename "$file" .textproto)
+  case " ${CAKE_DEMO_CONTRACTS:-$name} " in *" $name "*) ;; *) continue ;; esac
+  echo "== cakectl contract create contracts/$name.textproto"
+  id=$("$bin/cakectl" -o json contract create "$file" --baseline "$root/examples/$name.textproto" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["contract_id"])')
+  echo "contract $id"
+  contracts+=("$id")
+  echo "== cakectl demo-agent --contract $id (built-in proposer, public RPCs only)"
+  "$bin/cakectl" -o table demo-agent --contract "$id" --count "$count"
+done
 
 echo "== progress (cakectl watch --until-idle)"
 "$bin/cakectl" watch --until-idle --timeout 1500 | python3 -c '
@@ -37,18 +43,19 @@ for line in sys.stdin:
 
 echo "== cakectl status"
 "$bin/cakectl" -o table status
-echo "== cakectl candidates"
-"$bin/cakectl" -o table candidates --contract "$contract"
-incumbent=$("$bin/cakectl" -o json status | python3 -c 'import json,sys; s=json.load(sys.stdin); print(next((c.get("incumbent","") for c in s.get("contracts",[])), ""))')
-if [ -n "$incumbent" ]; then
-  echo "== cakectl show $incumbent (incumbent)"
-  "$bin/cakectl" -o table show "$incumbent"
-  echo "== cakectl regress --contract $contract (CI's regression run: re-validates the incumbent)"
-  "$bin/cakectl" regress --contract "$contract" || echo "  regress exit code $?"
-fi
-
-echo "== cakectl report $contract (row tables, candidate history, roofline: HTML)"
-"$bin/cakectl" report "$contract" --out "$state/report.html" || echo "  report exit code $?"
+for contract in "${contracts[@]}"; do
+  echo "== cakectl candidates --contract $contract"
+  "$bin/cakectl" -o table candidates --contract "$contract"
+  incumbent=$("$bin/cakectl" -o json status | python3 -c 'import json,sys; s=json.load(sys.stdin); print(next((c.get("incumbent","") for c in s.get("contracts",[]) if sys.argv[1] in (c.get("contract_id"), c.get("contractId"))), ""))' "$contract")
+  if [ -n "$incumbent" ]; then
+    echo "== cakectl show $incumbent (incumbent)"
+    "$bin/cakectl" -o table show "$incumbent"
+    echo "== cakectl regress --contract $contract (CI's regression run: re-validates the incumbent)"
+    "$bin/cakectl" regress --contract "$contract" || echo "  regress exit code $?"
+  fi
+  echo "== cakectl report $contract (row tables, candidate history, roofline: HTML)"
+  "$bin/cakectl" report "$contract" --out "$state/report-$contract.html" || echo "  report exit code $?"
+done
 
 echo "== ledger rows ($state/ledger.db)"
 python3 - "$state/ledger.db" <<'PY'

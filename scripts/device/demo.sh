@@ -47,5 +47,5 @@ grep -q "IDEMPOTENCY FAILED" "$out/measure_idempotency.log" && rc=1
 python3 -c 'import sqlite3,sys; sqlite3.connect(sys.argv[1]).backup(sqlite3.connect(sys.argv[2]))' \
   "$CAKE_DEMO_STATE/ledger.db" "$out/ledger.db" 2>/dev/null
 cp "$CAKE_DEMO_STATE/caked.log" "$out/caked.log" 2>/dev/null
-cp "$CAKE_DEMO_STATE/report.html" "$out/report.html" 2>/dev/null
+cp "$CAKE_DEMO_STATE"/report-*.html "$out/" 2>/dev/null
 exit $rc

@@ -2,8 +2,8 @@
 // (BF16), fused: the distance GEMM X * C^T runs on the shared warp tiles (mma.sync m16n8k16,
 // ldmatrix, cp.async stages), and its epilogue keeps a running argmin of |c|^2 - 2 x.c over the
 // centroid tiles in registers, so no N x K distance matrix is ever written. Writes idx[B,N]
-// (int32) and dist[B,N] = |x|^2 + min (F32). One CTA per (point tile, batch); it walks every
-// centroid tile of its batch.
+// (int32) and dist[B,N] = |x|^2 + min (F32); a point without a finite distance gets index K and
+// NaN. One CTA per (point tile, batch); it walks every centroid tile of its batch.
 #include "compiler/lowering.h"
 #include "absl/strings/str_cat.h"
 #include "compiler/lowerings/warp_tiles/warp_tiles.h"
@@ -227,7 +227,7 @@ LoweredKernel Emit(const ArgminPlan& p, const TargetInfo& target, const std::str
   w.Line("        index = partial_index[wn][tid];");
   w.Line("      }");
   w.Line(absl::StrCat("    const int64_t out = int64_t(batch) * ", p.n, " + m0 + tid;"));
-  w.Line(absl::StrCat("    ", p.idx, "[out] = index;"));
+  w.Line(absl::StrCat("    ", p.idx, "[out] = index >= 0 ? index : ", p.k, ";"));
   w.Line(absl::StrCat("    ", p.dist,
                       "[out] = index >= 0 ? v + row_norm[tid] : __int_as_float(0x7fc00000);"));
   w.Line("  }");

@@ -1,5 +1,5 @@
-// The warp-tiling pieces of the lowerings that compute A * B^T tiles with mma.sync (warp_gemm,
-// kmeans_argmin): the plan of a kernel shaped
+// The warp-tiling pieces of the lowerings that compute A * B^T tiles with mma.sync (warp_gemm and
+// the fused lowerings built on its tiles): the plan of a kernel shaped
 //   role_region { for_each_tile { for_k_tiles { produce { copy A, copy B },
 //                                               consume { load A, load B, mma, release } },
 //                                 EPILOGUE } }
