@@ -13,6 +13,7 @@
 #include "absl/strings/strip.h"
 #include "base/status_macros.h"
 #include "candidate_view.h"
+#include "compiler/analysis.h"
 #include "compiler/canonical.h"
 #include "compiler/parse.h"
 #include "compiler/targets.h"
@@ -562,6 +563,15 @@ absl::StatusOr<service::ProposeReply> Orchestrator::Propose(const service::Propo
     return absl::InvalidArgumentError(
         "schedule.textproto:1:1: the schedule declares no kernel; an empty schedule is not a "
         "candidate");
+  // A schedule whose kernel lowers for another workload is refused before it costs a job.
+  if (auto target = compiler::TargetByName(c.compile_target()); target.ok()) {
+    const auto analysis = compiler::Analyze(*parsed, **target);
+    if (analysis->report.lowering_supported() && analysis->report.operation() != c.operation())
+      return absl::FailedPreconditionError(
+          absl::StrCat("the schedule lowers with ", analysis->report.lowering(), " for operation '",
+                       analysis->report.operation(), "', but contract ", req.contract_id(),
+                       " is for '", c.operation(), "'"));
+  }
   const std::string hash = compiler::ScheduleHash(parsed->module);
   evidence::Candidate cand;
   cand.set_contract_id(req.contract_id());

@@ -17,6 +17,7 @@
 #include "daemon_fixture.h"
 #include "tests/compiler/test_util.h"
 #include "workloads/gemm_bf16/space.h"
+#include "workloads/workload.h"
 
 namespace cake {
 namespace {
@@ -195,6 +196,32 @@ TEST_F(HostileInputTest, EmptyScheduleIsNotACandidate) {
               "schedule.textproto:1:1: the schedule declares no kernel; an empty schedule is not "
               "a candidate");
   }
+}
+
+TEST_F(HostileInputTest, AScheduleOfAnotherWorkloadIsRefusedSayingWhich) {
+  Daemon d(state_);
+  ASSERT_TRUE(d.Start()) << d.Log();
+  const std::string contract = CreateContract(d);
+  const std::string own = BundledContract().operation();
+  int tried = 0;
+  for (const std::string& op : workloads::RegisteredOperations()) {
+    if (op == own) continue;
+    ++tried;
+    service::ProposeReply r;
+    grpc::Status s =
+        Propose(d, contract, workloads::FindWorkload(op)->ScheduleSpace()[0].schedule_text, &r);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION)
+        << op << ": " << s.error_message();
+    EXPECT_NE(s.error_message().find("for operation '" + op + "'"), std::string::npos)
+        << s.error_message();
+    EXPECT_NE(s.error_message().find("is for '" + own + "'"), std::string::npos)
+        << s.error_message();
+  }
+  EXPECT_GT(tried, 0) << "a second workload is registered";
+  service::ProposeReply ok;
+  EXPECT_TRUE(
+      Propose(d, contract, workloads::FindWorkload(own)->ScheduleSpace()[1].schedule_text, &ok)
+          .ok());
 }
 
 TEST_F(HostileInputTest, ConcurrentProposesWithOneKeyNeverAnswerInternal) {
