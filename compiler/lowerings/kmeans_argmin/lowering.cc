@@ -12,7 +12,7 @@
 namespace cake::compiler {
 namespace {
 
-constexpr char kVersion[] = "kmeans_argmin/1";
+constexpr char kVersion[] = "kmeans_argmin/2";
 
 absl::Status Unsupported(absl::string_view why) {
   return LoweringUnsupported("kmeans_argmin", why);
@@ -102,12 +102,15 @@ report::LaunchSpec Launch(const ArgminPlan& p, int64_t shared) {
   return l;
 }
 
-// The squared L2 norm of one BF16 row of `len` elements (16-byte loads; len % 8 == 0).
-constexpr char kRowNorm[] =
-    R"(__device__ __forceinline__ float RowNorm(const __nv_bfloat16* row, int len) {
+// The squared L2 norm of one staged row: kTileK BF16 elements at element offset `at` of a stage
+// (row-major, no swizzle: the lowering requires padded ROW_MAJOR stages).
+constexpr char kStagedRowNorm[] =
+    R"(__device__ __forceinline__ float StagedRowNorm(const unsigned char* stage, int at) {
+  const uint4* row = reinterpret_cast<const uint4*>(reinterpret_cast<const __nv_bfloat16*>(stage) + at);
   float s = 0.0f;
-  for (int e = 0; e < len; e += 8) {
-    const uint4 v = *reinterpret_cast<const uint4*>(row + e);
+#pragma unroll
+  for (int c = 0; c < kTileK / 8; ++c) {
+    const uint4 v = row[c];
     const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&v);
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
@@ -138,7 +141,7 @@ LoweredKernel Emit(const ArgminPlan& p, const TargetInfo& target, const std::str
   w.Line("");
   w.Line("namespace {");
   EmitWarpTileConstants(p, w);
-  for (const char* text : {kRowNorm, kBetter}) w.Line(text);
+  for (const char* text : {kStagedRowNorm, kBetter}) w.Line(text);
   w.Line("}  // namespace");
   w.Line("");
   w.Line(absl::StrCat("extern \"C\" __global__ void __launch_bounds__(kThreads) ",
@@ -161,8 +164,9 @@ LoweredKernel Emit(const ArgminPlan& p, const TargetInfo& target, const std::str
                       ";"));
   w.Line(absl::StrCat("  const __nv_bfloat16* cb = ", p.b, " + int64_t(batch) * ", p.k, " * ", p.d,
                       ";"));
-  w.Line(absl::StrCat("  if (tid < kTileM) row_norm[tid] = m0 + tid < ", p.n,
-                      " ? RowNorm(xb + int64_t(m0 + tid) * ", p.d, ", ", p.d, ") : 0.0f;"));
+  w.Line("  // The norms come from the staged tiles as they pass (zero-filled tails add nothing):");
+  w.Line("  // the points' on the first centroid tile, the centroids' on every one.");
+  w.Line("  float x_norm = 0.0f;");
   w.Line("  float best[kFragsM][2];");
   w.Line("  int best_index[kFragsM][2];");
   w.Line("#pragma unroll");
@@ -171,9 +175,17 @@ LoweredKernel Emit(const ArgminPlan& p, const TargetInfo& target, const std::str
   w.Line("    best_index[i][0] = best_index[i][1] = -1;");
   w.Line("  }");
   w.Line(absl::StrCat("  for (int n0 = 0; n0 < ", p.k, "; n0 += kTileN) {"));
-  w.Line(absl::StrCat("    if (tid < kTileN) column_norm[tid] = n0 + tid < ", p.k,
-                      " ? RowNorm(cb + int64_t(n0 + tid) * ", p.d, ", ", p.d, ") : 0.0f;"));
-  EmitWarpMainloop(p, {"xb", "cb", p.n, p.k, p.d}, w);
+  w.Line("    float c_norm = 0.0f;");
+  MainloopTerms terms{"xb", "cb", p.n, p.k, p.d};
+  terms.after_consume = {
+      "    if (tid < kTileN) c_norm += StagedRowNorm(smem + kOffsetB + stage * kStageBytesB, "
+      "tid * kRowB);",
+      "    if (n0 == 0 && tid < kTileM) x_norm += StagedRowNorm(smem + kOffsetA + stage * "
+      "kStageBytesA, tid * kRowA);"};
+  EmitWarpMainloop(p, terms, w);
+  w.Line("  if (tid < kTileN) column_norm[tid] = c_norm;");
+  w.Line("  if (n0 == 0 && tid < kTileM) row_norm[tid] = x_norm;");
+  w.Line("  __syncthreads();  // the norms are read across threads below");
   w.Begin(p.op_reduce);
   w.Line(
       "  // Running argmin over this centroid tile: each thread visits its columns in increasing");

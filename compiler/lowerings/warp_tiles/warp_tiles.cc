@@ -351,6 +351,7 @@ void EmitWarpMainloop(const WarpTiles& t, const MainloopTerms& terms, SourceWrit
   w.Line("                \"r\"(b_frag[j][0]), \"r\"(b_frag[j][1]));");
   w.End(t.op_mma);
   w.Line("    }");
+  for (const std::string& line : terms.after_consume) w.Line(line);
   w.Line("  };");
   w.End(t.op_consume);
   w.Line("");

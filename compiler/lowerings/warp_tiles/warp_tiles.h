@@ -9,6 +9,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "cake/ir.pb.h"
@@ -50,6 +51,9 @@ struct MainloopTerms {
   std::string a_rows, b_rows;  // row extents, e.g. "M"
   std::string k;               // reduction extent
   std::string a_row0 = "m0", b_row0 = "n0";
+  // Lines at the end of the consume step, where `stage` is the Ready stage (e.g. an epilogue's
+  // reductions over the staged tiles); empty for a plain GEMM.
+  std::vector<std::string> after_consume = {};
 };
 
 // Namespace-scope constants (kTileM ... kChunksPerRow), the staging offset functions and the
