@@ -1,5 +1,7 @@
 #include "workload.h"
 
+#include <cstring>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -115,6 +117,32 @@ std::vector<Case> SmallCases(const contract::Contract& c, const Workload& w, con
   if (!EffectivePolicy(c, w).derive_boundary_cases())
     for (Case& k : w.DerivedCases(tiles)) out.push_back(std::move(k));
   return out;
+}
+
+void AddPolicyCase(contract::ValidationPolicy* p, const std::string& name,
+                   const contract::ProblemShape& problem, contract::InputDistribution dist,
+                   const std::string& role) {
+  contract::ValidationCase* c = p->add_cases();
+  c->set_name(name);
+  *c->mutable_problem() = problem;
+  c->set_inputs(dist);
+  c->set_role(role);
+}
+
+void RequireEvidence(contract::ValidationPolicy* p, evidence::EvidenceKind kind) {
+  contract::EvidenceRequirement* r = p->add_evidence();
+  r->set_kind(kind);
+  r->set_required(true);
+}
+
+std::string Bf16TensorBytes(const std::vector<uint16_t>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 2);
+}
+
+std::vector<uint16_t> Bf16FromTensorBytes(const std::string& bytes) {
+  std::vector<uint16_t> v(bytes.size() / 2);
+  std::memcpy(v.data(), bytes.data(), v.size() * 2);
+  return v;
 }
 
 }  // namespace cake::workloads

@@ -122,6 +122,15 @@ bool RegisterWorkload(std::unique_ptr<Workload> w);
 
 // --- what every workload's cases are made of -------------------------------------------------
 
+// Appends a case of `problem` to a policy, and a required evidence record.
+void AddPolicyCase(contract::ValidationPolicy* p, const std::string& name,
+                   const contract::ProblemShape& problem, contract::InputDistribution dist,
+                   const std::string& role);
+void RequireEvidence(contract::ValidationPolicy* p, evidence::EvidenceKind kind);
+// BF16 bit patterns as a tensor's bytes, and back.
+std::string Bf16TensorBytes(const std::vector<uint16_t>& v);
+std::vector<uint16_t> Bf16FromTensorBytes(const std::string& bytes);
+
 // The policy applied when a contract states none: the workload's default.
 contract::ValidationPolicy EffectivePolicy(const contract::Contract& c, const Workload& w);
 // The same, finding the workload of the contract's operation (an unregistered one has no

@@ -18,30 +18,6 @@ constexpr int kExtremeExponent = 48;
 constexpr int64_t kFullOracleMacs = int64_t{1} << 31;
 constexpr int kSampledRows = 96;
 
-void AddCase(contract::ValidationPolicy* p, const std::string& name, int m, int n, int k,
-             contract::InputDistribution d, const std::string& role) {
-  contract::ValidationCase* c = p->add_cases();
-  c->set_name(name);
-  *c->mutable_problem() = Problem(m, n, k);
-  c->set_inputs(d);
-  c->set_role(role);
-}
-
-void Require(contract::ValidationPolicy* p, evidence::EvidenceKind kind) {
-  contract::EvidenceRequirement* r = p->add_evidence();
-  r->set_kind(kind);
-  r->set_required(true);
-}
-
-std::string Bytes(const std::vector<uint16_t>& v) {
-  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 2);
-}
-std::vector<uint16_t> Halves(const std::string& s) {
-  std::vector<uint16_t> v(s.size() / 2);
-  std::memcpy(v.data(), s.data(), v.size() * 2);
-  return v;
-}
-
 std::vector<double> DecodeOutput(const std::string& raw, bool bf16_out) {
   std::vector<double> out;
   if (bf16_out) {
@@ -106,14 +82,17 @@ class GemmBf16 final : public Workload {
 
   contract::ValidationPolicy DefaultPolicy() const override {
     contract::ValidationPolicy p;
-    Require(&p, evidence::NUMERICAL_CONTRACT);
-    Require(&p, evidence::MUTATION_AND_LIFECYCLE);
-    Require(&p, evidence::REPEATED_EXECUTION_DETERMINISM);
-    AddCase(&p, "tails_small", 264, 200, 520, contract::UNIFORM, "boundary");
-    AddCase(&p, "extreme_magnitude", 256, 192, 512, contract::EXTREME_MAGNITUDE, "adversarial");
-    AddCase(&p, "cancellation", 256, 192, 512, contract::CANCELLATION, "adversarial");
-    AddCase(&p, "peaked", 256, 192, 520, contract::PEAKED, "adversarial");
-    AddCase(&p, "special_values", 136, 72, 264, contract::SPECIAL_VALUES, "adversarial");
+    RequireEvidence(&p, evidence::NUMERICAL_CONTRACT);
+    RequireEvidence(&p, evidence::MUTATION_AND_LIFECYCLE);
+    RequireEvidence(&p, evidence::REPEATED_EXECUTION_DETERMINISM);
+    AddPolicyCase(&p, "tails_small", Problem(264, 200, 520), contract::UNIFORM, "boundary");
+    AddPolicyCase(&p, "extreme_magnitude", Problem(256, 192, 512), contract::EXTREME_MAGNITUDE,
+                  "adversarial");
+    AddPolicyCase(&p, "cancellation", Problem(256, 192, 512), contract::CANCELLATION,
+                  "adversarial");
+    AddPolicyCase(&p, "peaked", Problem(256, 192, 520), contract::PEAKED, "adversarial");
+    AddPolicyCase(&p, "special_values", Problem(136, 72, 264), contract::SPECIAL_VALUES,
+                  "adversarial");
     p.set_non_finite(contract::PROPAGATE);
     p.set_derive_boundary_cases(true);
     return p;
@@ -161,7 +140,7 @@ class GemmBf16 final : public Workload {
   TensorBytes MakeInputs(const contract::ProblemShape& p, contract::InputDistribution dist,
                          uint64_t seed) const override {
     GemmInputs in = gemm_bf16::MakeInputs(p.gemm_bf16(), dist, seed);
-    return {{"A", Bytes(in.a)}, {"B", Bytes(in.b)}};
+    return {{"A", Bf16TensorBytes(in.a)}, {"B", Bf16TensorBytes(in.b)}};
   }
 
   void Judge(const contract::ProblemShape& p, const contract::Contract& c,
@@ -169,7 +148,8 @@ class GemmBf16 final : public Workload {
              const TensorBytes& outputs, int64_t unwritten, evidence::RowCheck* rc) const override {
     const GemmShape& s = p.gemm_bf16();
     const bool bf16_out = c.output_dtype() != "f32";
-    const std::vector<uint16_t> a = Halves(inputs.at("A")), b = Halves(inputs.at("B"));
+    const std::vector<uint16_t> a = Bf16FromTensorBytes(inputs.at("A")),
+                                b = Bf16FromTensorBytes(inputs.at("B"));
     const std::vector<double> out = DecodeOutput(outputs.at("C"), bf16_out);
     std::vector<double> ref, compared;
     int sampled = 0;

@@ -20,30 +20,6 @@ constexpr int64_t kFullOracleMacs = int64_t{1} << 31;
 constexpr int kSampledPoints = 384;
 constexpr int kOutlierScaleLog2 = 10;
 
-void AddCase(contract::ValidationPolicy* p, const std::string& name, int b, int n, int k, int d,
-             contract::InputDistribution dist, const std::string& role) {
-  contract::ValidationCase* c = p->add_cases();
-  c->set_name(name);
-  *c->mutable_problem() = Problem(b, n, k, d);
-  c->set_inputs(dist);
-  c->set_role(role);
-}
-
-void Require(contract::ValidationPolicy* p, evidence::EvidenceKind kind) {
-  contract::EvidenceRequirement* r = p->add_evidence();
-  r->set_kind(kind);
-  r->set_required(true);
-}
-
-std::string Bytes(const std::vector<uint16_t>& v) {
-  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 2);
-}
-std::vector<uint16_t> Halves(const std::string& s) {
-  std::vector<uint16_t> v(s.size() / 2);
-  std::memcpy(v.data(), s.data(), v.size() * 2);
-  return v;
-}
-
 // Squared distance in float64 (NaN when a coordinate is NaN).
 double Distance(const uint16_t* x, const uint16_t* c, int d) {
   double s = 0;
@@ -183,15 +159,18 @@ class KMeansAssign final : public Workload {
 
   contract::ValidationPolicy DefaultPolicy() const override {
     contract::ValidationPolicy p;
-    Require(&p, evidence::NUMERICAL_CONTRACT);
-    Require(&p, evidence::MUTATION_AND_LIFECYCLE);
-    Require(&p, evidence::REPEATED_EXECUTION_DETERMINISM);
-    AddCase(&p, "tails", 2, 1000, 300, 136, contract::UNIFORM, "boundary");
-    AddCase(&p, "one_centroid", 1, 513, 1, 64, contract::UNIFORM, "boundary");
-    AddCase(&p, "duplicate_centroids", 2, 700, 130, 64, contract::CANCELLATION, "adversarial");
-    AddCase(&p, "far_outliers", 2, 600, 200, 128, contract::EXTREME_MAGNITUDE, "adversarial");
-    AddCase(&p, "clustered", 2, 640, 256, 128, contract::PEAKED, "adversarial");
-    AddCase(&p, "nan_policy", 1, 300, 70, 64, contract::SPECIAL_VALUES, "adversarial");
+    RequireEvidence(&p, evidence::NUMERICAL_CONTRACT);
+    RequireEvidence(&p, evidence::MUTATION_AND_LIFECYCLE);
+    RequireEvidence(&p, evidence::REPEATED_EXECUTION_DETERMINISM);
+    AddPolicyCase(&p, "tails", Problem(2, 1000, 300, 136), contract::UNIFORM, "boundary");
+    AddPolicyCase(&p, "one_centroid", Problem(1, 513, 1, 64), contract::UNIFORM, "boundary");
+    AddPolicyCase(&p, "duplicate_centroids", Problem(2, 700, 130, 64), contract::CANCELLATION,
+                  "adversarial");
+    AddPolicyCase(&p, "far_outliers", Problem(2, 600, 200, 128), contract::EXTREME_MAGNITUDE,
+                  "adversarial");
+    AddPolicyCase(&p, "clustered", Problem(2, 640, 256, 128), contract::PEAKED, "adversarial");
+    AddPolicyCase(&p, "nan_policy", Problem(1, 300, 70, 64), contract::SPECIAL_VALUES,
+                  "adversarial");
     p.set_non_finite(contract::PROPAGATE);
     p.set_derive_boundary_cases(true);
     return p;
@@ -237,14 +216,14 @@ class KMeansAssign final : public Workload {
   TensorBytes MakeInputs(const contract::ProblemShape& p, contract::InputDistribution dist,
                          uint64_t seed) const override {
     KMeansInputs in = kmeans_assign::MakeInputs(p.kmeans_assign(), dist, seed);
-    return {{"X", Bytes(in.x)}, {"C", Bytes(in.c)}};
+    return {{"X", Bf16TensorBytes(in.x)}, {"C", Bf16TensorBytes(in.c)}};
   }
 
   void Judge(const contract::ProblemShape& p, const contract::Contract& c,
              contract::InputDistribution, uint64_t seed, const TensorBytes& inputs,
              const TensorBytes& outputs, int64_t unwritten, evidence::RowCheck* rc) const override {
     const KMeansShape& s = p.kmeans_assign();
-    KMeansInputs in{Halves(inputs.at("X")), Halves(inputs.at("C"))};
+    KMeansInputs in{Bf16FromTensorBytes(inputs.at("X")), Bf16FromTensorBytes(inputs.at("C"))};
     const std::string& idx_raw = outputs.at("idx");
     const std::string& dist_raw = outputs.at("dist");
     std::vector<std::pair<int, int>> points;  // (batch, point)

@@ -18,12 +18,6 @@ absl::Status Unsupported(absl::string_view why) {
   return LoweringUnsupported("kmeans_argmin", why);
 }
 
-bool SymbolIs(const ir::Dim& d, std::string* out) {
-  if (d.kind_case() != ir::Dim::kSymbol) return false;
-  if (out->empty()) *out = d.symbol();
-  return *out == d.symbol();
-}
-
 struct ArgminPlan : WarpTiles {
   std::string kernel_name;
   std::string idx, dist;       // outputs

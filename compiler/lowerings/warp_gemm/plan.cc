@@ -7,12 +7,6 @@ namespace {
 
 absl::Status Unsupported(absl::string_view why) { return LoweringUnsupported("warp_gemm", why); }
 
-bool SymbolIs(const ir::Dim& d, std::string* out) {
-  if (d.kind_case() != ir::Dim::kSymbol) return false;
-  if (out->empty()) *out = d.symbol();
-  return *out == d.symbol();
-}
-
 }  // namespace
 
 absl::StatusOr<WarpGemmPlan> PlanWarpGemm(const ir::Module& module, const KernelGraph& g) {

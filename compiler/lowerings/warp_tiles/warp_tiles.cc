@@ -22,6 +22,12 @@ absl::Status LoweringUnsupported(const std::string& lowering, absl::string_view 
   return absl::UnimplementedError(absl::StrCat(lowering, " lowering: ", why));
 }
 
+bool SymbolIs(const ir::Dim& d, std::string* out) {
+  if (d.kind_case() != ir::Dim::kSymbol) return false;
+  if (out->empty()) *out = d.symbol();
+  return *out == d.symbol();
+}
+
 absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGraph& g,
                                         const std::string& lowering) {
   const auto Unsupported = [](const std::string& who, absl::string_view why) {

@@ -43,6 +43,9 @@ struct WarpTiles {
 absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGraph& g,
                                         const std::string& lowering);
 absl::Status LoweringUnsupported(const std::string& lowering, absl::string_view why);
+// True when `d` is a symbol and the same as `*out` (which the first call fills): how lowerings
+// read a tensor's extents as the kernel's scalar names.
+bool SymbolIs(const ir::Dim& d, std::string* out);
 
 // The main loop's terms in the kernel's source: the tiles' base pointers, their row origins and
 // extents, and the reduction extent.
