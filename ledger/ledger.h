@@ -47,6 +47,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "cake/contract.pb.h"
 #include "cake/evidence.pb.h"
@@ -183,7 +184,7 @@ class Ledger {
   absl::Status MigrateToV4();
   absl::Status ProbeWrite();
   std::recursive_mutex mu_;
-  int depth_ = 0;  // Atomically() nesting, guarded by mu_
+  int depth_ ABSL_GUARDED_BY(mu_) = 0;  // Atomically() nesting
   std::unique_ptr<Db> db_;
   std::string path_;
   std::string boot_id_;

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 
 namespace cake::gpuqueue {
@@ -24,7 +25,7 @@ constexpr size_t kBufferBytes = 8 << 20;
 
 // Process-wide state the C callbacks reach (CUPTI has no user-data pointer for them).
 std::mutex g_mu;
-std::vector<CuptiSpans::Span>* g_spans = nullptr;  // guarded by g_mu
+std::vector<CuptiSpans::Span>* g_spans ABSL_GUARDED_BY(g_mu) = nullptr;
 NextFn g_next = nullptr;
 
 void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
