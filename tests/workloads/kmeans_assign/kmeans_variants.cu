@@ -85,7 +85,7 @@ extern "C" __global__ void __launch_bounds__(128)
     if (mine) g_cache_idx[at] = idx[at], g_cache_dist[at] = dist[at];
   }
   if (LastBlockDone()) g_last_x = x, g_last_n = n;
-#else  // 1 valid, 4 skipped_points
+#else               // 1 valid, 4 skipped_points
   Assign(x, c, idx, dist, n, k, d);
 #endif
 }
