@@ -51,7 +51,7 @@ absl::StatusOr<worker::KernelRef> Variant(const std::string& name, int variant,
   fs::create_directories(dir);
   const fs::path cubin = dir / "kernel.cubin";
   auto run = base::RunSubprocess(
-      {testing::EnvOr("CAKE_NVCC", "nvcc"), "-cubin", "-arch=sm_90", "-O3",
+      {testing::EnvOr("CAKE_NVCC", "nvcc"), "-cubin", "-arch=sm_90", "-O3", "-diag-suppress", "177",
        absl::StrCat("-DVARIANT=", variant), "-o", cubin.string(),
        testing::SourceDir() + "/tests/workloads/kmeans_assign/kmeans_variants.cu"});
   if (!run.ok()) return run.status();
