@@ -7,14 +7,9 @@
 // recompute any element (workloads/gemm_cases.h: UniformBf16At) and tests can cross-check.
 #include <cstdint>
 
-namespace {
+#include "gpuqueue/worker/device_mix64.cuh"
 
-__device__ __forceinline__ uint64_t Mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+namespace {
 
 __device__ __forceinline__ uint16_t FloatToBf16(float f) {
   const uint32_t bits = __float_as_uint(f);

@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstdint>
 #include <filesystem>
 #include <string>
 
@@ -31,8 +31,8 @@ struct World {
 World& TheWorld() {
   static World* w = [] {
     auto* out = new World();
-    const std::string dir = std::filesystem::temp_directory_path() /
-                            ("cake-rpc-fuzz-" + std::to_string(getpid()));
+    const std::string dir =
+        std::filesystem::temp_directory_path() / ("cake-rpc-fuzz-" + std::to_string(getpid()));
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     out->ledger = *cake::ledger::Ledger::Open(dir + "/ledger.db");
@@ -98,7 +98,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     case 'M': {
       cake::service::MeasureRequest req;
-      if (Decode(data, size, &req)) (void)w.orch->Measure(req.candidate_id(), req.idempotency_key());
+      if (Decode(data, size, &req))
+        (void)w.orch->Measure(req.candidate_id(), req.idempotency_key());
       break;
     }
     case 'g':

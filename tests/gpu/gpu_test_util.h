@@ -74,16 +74,19 @@ inline absl::StatusOr<worker::KernelRef> BundledKernel(const std::string& name =
   return ref;
 }
 
-// A corpus variant of tests/corpus/adversarial/gemm_variants.cu compiled with nvcc into `dir`,
-// with the receipt a worker needs (16x16 tiles, 256 threads, no dynamic shared memory).
-inline absl::StatusOr<worker::KernelRef> CorpusKernel(const std::string& name, int variant,
-                                                      const fs::path& dir) {
+// Variant `variant` of a hand-written corpus source (relative to the source tree) compiled by
+// nvcc for sm_90 into `dir`, with the receipt a worker needs but the launch (the caller's ABI)
+// and the symbol's arguments: an artifact as a lowering would leave it.
+inline absl::StatusOr<worker::KernelRef> CompileCorpusVariant(const std::string& name,
+                                                              const std::string& source,
+                                                              const std::string& symbol,
+                                                              int variant, int threads,
+                                                              const fs::path& dir) {
   fs::create_directories(dir);
   const fs::path cubin = dir / "kernel.cubin";
   auto run = base::RunSubprocess({EnvOr("CAKE_NVCC", "nvcc"), "-cubin", "-arch=sm_90", "-O3",
                                   "-diag-suppress", "177", absl::StrCat("-DVARIANT=", variant),
-                                  "-o", cubin.string(),
-                                  SourceDir() + "/tests/corpus/adversarial/gemm_variants.cu"});
+                                  "-o", cubin.string(), SourceDir() + "/" + source});
   if (!run.ok()) return run.status();
   if (!run->ok()) return absl::InternalError("nvcc failed: " + run->stderr_bytes);
   std::ifstream in(cubin, std::ios::binary);
@@ -93,28 +96,43 @@ inline absl::StatusOr<worker::KernelRef> CorpusKernel(const std::string& name, i
   ref.set_candidate(name);
   report::LoweringReceipt* r = ref.mutable_receipt();
   r->set_target("sm_90");
-  r->set_kernel_symbol("cake_corpus_gemm");
+  r->set_kernel_symbol(symbol);
   r->set_artifact_dir(dir.string());
   r->set_cubin_sha256(base::Sha256Hex(bytes.str()));
-  r->set_threads_per_cta(256);
-  // The corpus kernels take the warp GEMM's ABI: (A, B, C, M, N, K), 16x16 tiles.
-  report::LaunchSpec* l = r->mutable_launch();
-  for (const char* t : {"A", "B", "C"}) {
+  r->set_threads_per_cta(threads);
+  r->mutable_launch()->set_threads_per_cta(threads);
+  r->set_outcome(report::LoweringReceipt::PASS);
+  return ref;
+}
+
+// Appends the launch's arguments: tensors, then scalars, in order.
+inline void AddLaunchArgs(report::LaunchSpec* l, const std::vector<std::string>& tensors,
+                          const std::vector<std::string>& scalars) {
+  for (const std::string& t : tensors) {
     auto* a = l->add_args();
     a->set_kind(report::LaunchSpec::Arg::TENSOR);
     a->set_name(t);
   }
-  for (const char* sc : {"M", "N", "K"}) {
+  for (const std::string& sc : scalars) {
     auto* a = l->add_args();
     a->set_kind(report::LaunchSpec::Arg::SCALAR);
     a->set_name(sc);
   }
+}
+
+// A corpus variant of tests/corpus/adversarial/gemm_variants.cu, with the warp GEMM's ABI
+// (A, B, C, M, N, K), 16x16 tiles, 256 threads, no dynamic shared memory.
+inline absl::StatusOr<worker::KernelRef> CorpusKernel(const std::string& name, int variant,
+                                                      const fs::path& dir) {
+  auto ref = CompileCorpusVariant(name, "tests/corpus/adversarial/gemm_variants.cu",
+                                  "cake_corpus_gemm", variant, 256, dir);
+  if (!ref.ok()) return ref;
+  report::LaunchSpec* l = ref->mutable_receipt()->mutable_launch();
+  AddLaunchArgs(l, {"A", "B", "C"}, {"M", "N", "K"});
   l->mutable_grid_x()->set_extent("N");
   l->mutable_grid_x()->set_divisor(16);
   l->mutable_grid_y()->set_extent("M");
   l->mutable_grid_y()->set_divisor(16);
-  l->set_threads_per_cta(256);
-  r->set_outcome(report::LoweringReceipt::PASS);
   return ref;
 }
 

@@ -17,9 +17,12 @@
 #include <thread>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "cake/service.grpc.pb.h"
 #include "google/protobuf/text_format.h"
 #include "grpcpp/grpcpp.h"
+#include "tests/compiler/test_util.h"
 
 extern char** environ;
 
@@ -144,5 +147,23 @@ class Daemon {
   int exit_status_ = 0;
   std::unique_ptr<service::CakeService::Stub> stub_;
 };
+
+// The bundled warp-GEMM contract with its baseline schedule, and its creation by the operator.
+inline contract::Contract BundledContract() {
+  contract::Contract c;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      ReadText(SourceDir() / "contracts/gemm_bf16.textproto"), &c));
+  c.set_baseline_schedule(ReadText(SourceDir() / "examples/gemm_bf16.textproto"));
+  return c;
+}
+
+inline std::string CreateContract(Daemon& d) {
+  service::CreateContractRequest req;
+  *req.mutable_contract() = BundledContract();
+  service::CreateContractReply reply;
+  grpc::Status s = d.stub()->CreateContract(d.Ctx("operator").get(), req, &reply);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  return reply.contract_id();
+}
 
 }  // namespace cake::testing

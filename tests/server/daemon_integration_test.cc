@@ -29,22 +29,8 @@ std::string ScheduleText(const workloads::gemm_bf16::WarpGemmParams& p) {
   return text;
 }
 
-contract::Contract BundledContract() {
-  contract::Contract c;
-  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(
-      testing::ReadText(testing::SourceDir() / "contracts/gemm_bf16.textproto"), &c));
-  c.set_baseline_schedule(testing::ReadText(testing::SourceDir() / "examples/gemm_bf16.textproto"));
-  return c;
-}
-
-std::string CreateContract(Daemon& d) {
-  service::CreateContractRequest req;
-  *req.mutable_contract() = BundledContract();
-  service::CreateContractReply reply;
-  grpc::Status s = d.stub()->CreateContract(d.Ctx("operator").get(), req, &reply);
-  EXPECT_TRUE(s.ok()) << s.error_message();
-  return reply.contract_id();
-}
+using testing::BundledContract;
+using testing::CreateContract;
 
 grpc::Status Propose(Daemon& d, const std::string& contract, const std::string& text,
                      service::ProposeReply* reply, const std::string& role = "agent",

@@ -5,11 +5,8 @@
 // sm_90 device. Needs nvcc ($CAKE_NVCC).
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <random>
-#include <sstream>
 
-#include "base/digest.h"
 #include "compiler/compiler.h"
 #include "compiler/parse.h"
 #include "tests/gpu/gpu_test_util.h"
@@ -46,44 +43,19 @@ contract::Contract KMeansContract() {
   return c;
 }
 
+// A variant of kmeans_variants.cu with the kmeans_argmin ABI: (X, C, idx, dist, B, N, K, D),
+// grid ceil(N / 128) x B, 128 threads.
 absl::StatusOr<worker::KernelRef> Variant(const std::string& name, int variant,
                                           const fs::path& dir) {
-  fs::create_directories(dir);
-  const fs::path cubin = dir / "kernel.cubin";
-  auto run = base::RunSubprocess(
-      {testing::EnvOr("CAKE_NVCC", "nvcc"), "-cubin", "-arch=sm_90", "-O3", "-diag-suppress", "177",
-       absl::StrCat("-DVARIANT=", variant), "-o", cubin.string(),
-       testing::SourceDir() + "/tests/workloads/kmeans_assign/kmeans_variants.cu"});
-  if (!run.ok()) return run.status();
-  if (!run->ok()) return absl::InternalError("nvcc failed: " + run->stderr_bytes);
-  std::ifstream in(cubin, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  worker::KernelRef ref;
-  ref.set_candidate(name);
-  report::LoweringReceipt* r = ref.mutable_receipt();
-  r->set_target("sm_90");
-  r->set_kernel_symbol("cake_corpus_kmeans");
-  r->set_artifact_dir(dir.string());
-  r->set_cubin_sha256(base::Sha256Hex(bytes.str()));
-  r->set_threads_per_cta(128);
-  report::LaunchSpec* l = r->mutable_launch();
-  for (const char* t : {"X", "C", "idx", "dist"}) {
-    auto* a = l->add_args();
-    a->set_kind(report::LaunchSpec::Arg::TENSOR);
-    a->set_name(t);
-  }
-  for (const char* s : {"B", "N", "K", "D"}) {
-    auto* a = l->add_args();
-    a->set_kind(report::LaunchSpec::Arg::SCALAR);
-    a->set_name(s);
-  }
+  auto ref = testing::CompileCorpusVariant(name, "tests/workloads/kmeans_assign/kmeans_variants.cu",
+                                           "cake_corpus_kmeans", variant, 128, dir);
+  if (!ref.ok()) return ref;
+  report::LaunchSpec* l = ref->mutable_receipt()->mutable_launch();
+  testing::AddLaunchArgs(l, {"X", "C", "idx", "dist"}, {"B", "N", "K", "D"});
   l->mutable_grid_x()->set_extent("N");
   l->mutable_grid_x()->set_divisor(128);
   l->mutable_grid_y()->set_extent("B");
   l->mutable_grid_y()->set_divisor(1);
-  l->set_threads_per_cta(128);
-  r->set_outcome(report::LoweringReceipt::PASS);
   return ref;
 }
 

@@ -6,14 +6,9 @@
 #include <cuda_bf16.h>
 #include <stdint.h>
 
-namespace {
+#include "gpuqueue/worker/device_mix64.cuh"
 
-__device__ __forceinline__ uint64_t Mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+namespace {
 
 __device__ float Distance(const __nv_bfloat16* x, const __nv_bfloat16* c, int d) {
   float s = 0.0f;
