@@ -256,8 +256,7 @@ class KMeansArgminLowering final : public Lowering {
            "on mma.sync m16n8k16 BF16 warp tiles with a running-argmin epilogue)";
   }
   std::vector<std::string> required_instructions() const override {
-    return {"cp.async.cg.16", "ldmatrix.m8n8.x4.b16", "ldmatrix.m8n8.x2.b16",
-            "mma.m16n8k16.bf16.f32"};
+    return WarpMainloopInstructions();
   }
   absl::Status Match(const ir::Module& module, const KernelGraph& g) const override {
     return Plan(module, g).status();
@@ -270,11 +269,7 @@ class KMeansArgminLowering final : public Lowering {
     const ArgminPlan& p = *plan;
     LoweredKernel k = Emit(p, target, schedule_hash);
     k.launch = Launch(p, k.dynamic_shared_bytes);
-    k.forms = {{p.op_copy_a, "cp.async.cg.16"},
-               {p.op_copy_b, "cp.async.cg.16"},
-               {p.op_load_a, "ldmatrix.m8n8.x4.b16"},
-               {p.op_load_b, p.b_load_x4 ? "ldmatrix.m8n8.x4.b16" : "ldmatrix.m8n8.x2.b16"},
-               {p.op_mma, "mma.m16n8k16.bf16.f32"}};
+    k.forms = WarpMainloopForms(p);
     k.shared_regions = p.shared.regions;
     return k;
   }

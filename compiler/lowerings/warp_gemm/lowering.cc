@@ -42,8 +42,7 @@ class WarpGemmLowering final : public Lowering {
     return "warp_gemm (C = A * B^T; mma.sync m16n8k16 BF16, ldmatrix, cp.async stages 1-4)";
   }
   std::vector<std::string> required_instructions() const override {
-    return {"cp.async.cg.16", "ldmatrix.m8n8.x4.b16", "ldmatrix.m8n8.x2.b16",
-            "mma.m16n8k16.bf16.f32"};
+    return WarpMainloopInstructions();
   }
 
   absl::Status Match(const ir::Module& module, const KernelGraph& g) const override {
@@ -59,11 +58,7 @@ class WarpGemmLowering final : public Lowering {
     LoweredKernel k = EmitWarpGemm(p, target, schedule_hash);
     k.launch =
         Launch(p.a, p.b, p.c, p.m, p.n, p.k, p.tile_m, p.tile_n, p.threads, k.dynamic_shared_bytes);
-    k.forms = {{p.op_copy_a, "cp.async.cg.16"},
-               {p.op_copy_b, "cp.async.cg.16"},
-               {p.op_load_a, "ldmatrix.m8n8.x4.b16"},
-               {p.op_load_b, p.b_load_x4 ? "ldmatrix.m8n8.x4.b16" : "ldmatrix.m8n8.x2.b16"},
-               {p.op_mma, "mma.m16n8k16.bf16.f32"}};
+    k.forms = WarpMainloopForms(p);
     k.shared_regions = p.shared.regions;
     return k;
   }

@@ -213,6 +213,19 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
   return t;
 }
 
+std::vector<std::string> WarpMainloopInstructions() {
+  return {"cp.async.cg.16", "ldmatrix.m8n8.x4.b16", "ldmatrix.m8n8.x2.b16",
+          "mma.m16n8k16.bf16.f32"};
+}
+
+std::vector<LoweredKernel::Form> WarpMainloopForms(const WarpTiles& t) {
+  return {{t.op_copy_a, "cp.async.cg.16"},
+          {t.op_copy_b, "cp.async.cg.16"},
+          {t.op_load_a, "ldmatrix.m8n8.x4.b16"},
+          {t.op_load_b, t.b_load_x4 ? "ldmatrix.m8n8.x4.b16" : "ldmatrix.m8n8.x2.b16"},
+          {t.op_mma, "mma.m16n8k16.bf16.f32"}};
+}
+
 void EmitWarpTileConstants(const WarpTiles& t, SourceWriter& w) {
   w.Line(absl::StrCat("constexpr int kTileM = ", t.tile_m, ", kTileN = ", t.tile_n,
                       ", kTileK = ", t.tile_k, ";"));

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "cake/ir.pb.h"
 #include "compiler/graph.h"
+#include "compiler/lowering.h"
 #include "compiler/passes.h"
 #include "compiler/source_writer.h"
 
@@ -58,6 +59,11 @@ struct MainloopTerms {
   // reductions over the staged tiles); empty for a plain GEMM.
   std::vector<std::string> after_consume = {};
 };
+
+// The admission-table instructions of the main loop, and the forms its operations must show in
+// the SASS (the copies, the two matrix loads and the mma).
+std::vector<std::string> WarpMainloopInstructions();
+std::vector<LoweredKernel::Form> WarpMainloopForms(const WarpTiles& t);
 
 // Namespace-scope constants (kTileM ... kChunksPerRow), the staging offset functions and the
 // cp.async chunk copy.
