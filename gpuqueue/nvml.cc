@@ -28,6 +28,8 @@ constexpr nvmlReturn_t kNvmlInsufficientSize = 7;
 using InitFn = nvmlReturn_t (*)();
 using GetHandleFn = nvmlReturn_t (*)(unsigned int, nvmlDevice_t*);
 using GetProcsFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_t*);
+using ByUuidFn = nvmlReturn_t (*)(const char*, nvmlDevice_t*);
+using GetIndexFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*);
 using ShutdownFn = nvmlReturn_t (*)();
 using UintQueryFn = nvmlReturn_t (*)(nvmlDevice_t, int, unsigned int*);  // clock/temperature
 using PowerFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*);
@@ -58,6 +60,8 @@ absl::StatusOr<std::unique_ptr<Nvml>> Nvml::Load() {
   n->handle_ = h;
   n->get_handle_ = dlsym(h, "nvmlDeviceGetHandleByIndex_v2");
   n->get_procs_ = dlsym(h, "nvmlDeviceGetComputeRunningProcesses_v3");
+  n->by_uuid_ = dlsym(h, "nvmlDeviceGetHandleByUUID");
+  n->get_index_ = dlsym(h, "nvmlDeviceGetIndex");
   n->shutdown_ = dlsym(h, "nvmlShutdown");
   n->clock_info_ = dlsym(h, "nvmlDeviceGetClockInfo");
   n->default_clock_ = dlsym(h, "nvmlDeviceGetDefaultApplicationsClock");
@@ -73,6 +77,24 @@ absl::StatusOr<std::unique_ptr<Nvml>> Nvml::Load() {
 Nvml::~Nvml() {
   if (shutdown_) reinterpret_cast<ShutdownFn>(shutdown_)();
   if (handle_) dlclose(handle_);
+}
+
+absl::StatusOr<unsigned> Nvml::IndexOf(const std::string& uuid) const {
+  auto by_uuid = reinterpret_cast<ByUuidFn>(by_uuid_);
+  auto get_index = reinterpret_cast<GetIndexFn>(get_index_);
+  if (by_uuid == nullptr || get_index == nullptr)
+    return absl::UnavailableError("NVML lacks nvmlDeviceGetHandleByUUID/nvmlDeviceGetIndex");
+  return WithTimeout<unsigned>(
+      [=]() -> absl::StatusOr<unsigned> {
+        nvmlDevice_t dev = nullptr;
+        if (by_uuid(uuid.c_str(), &dev) != kNvmlSuccess)
+          return absl::NotFoundError(absl::StrCat("NVML knows no device ", uuid));
+        unsigned index = 0;
+        if (get_index(dev, &index) != kNvmlSuccess)
+          return absl::UnavailableError("nvmlDeviceGetIndex failed");
+        return index;
+      },
+      std::chrono::seconds(5));
 }
 
 absl::StatusOr<std::set<unsigned>> Nvml::ComputeProcesses(unsigned index) const {

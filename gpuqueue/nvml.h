@@ -17,6 +17,9 @@ class Nvml {
   // Unavailable when libnvidia-ml.so.1 ($CAKE_LIBNVML) cannot be loaded or initialized.
   static absl::StatusOr<std::unique_ptr<Nvml>> Load();
   ~Nvml();
+  // NVML's index of the device with this UUID ("GPU-..."): CUDA_VISIBLE_DEVICES renumbers CUDA's
+  // devices, never NVML's, so a worker confined to one device finds it here.
+  absl::StatusOr<unsigned> IndexOf(const std::string& uuid) const;
   // PIDs of compute processes on device `index`.
   absl::StatusOr<std::set<unsigned>> ComputeProcesses(unsigned index) const;
 
@@ -34,6 +37,8 @@ class Nvml {
   void* handle_ = nullptr;
   void* get_handle_ = nullptr;
   void* get_procs_ = nullptr;
+  void* by_uuid_ = nullptr;
+  void* get_index_ = nullptr;
   void* shutdown_ = nullptr;
   void* clock_info_ = nullptr;
   void* default_clock_ = nullptr;

@@ -1,37 +1,34 @@
-// The orchestrator: contracts, candidates and their state machine
-//   Proposed -> Analyzed -> Compiled -> Validated -> Measured -> Challenger -> ConfirmedWinner
+// The orchestrator: the daemon's authority. It stores contracts (server/contract_checks.h),
+// takes proposals and measurement requests, builds each job's worker request
+// (server/job_requests.h), runs jobs through the lanes of the exclusive queue
+// (gpuqueue/lanes.h: CPU lanes for compiles, one lane per execution device, each job in a fresh
+// cake-worker process; this process never creates a CUDA context), records their results in the
+// ledger, and moves candidates through their state machine (server/candidate_lifecycle.h):
+//   Proposed -> Analyzed -> Compiled -> Validated -> Measured <-> Challenger -> ConfirmedWinner
 //   (or Rejected at any stage, with the stage and its evidence kept),
 // where Validated means eligible: the validate job (numerical, mutation/lifecycle, determinism
 // records) and the sanitize job (one record per tool the contract lists) have produced every
 // record the contract requires, and none failed (server/eligibility.h). A candidate with missing
 // evidence stays Compiled and says what is missing; Measure refuses it (FAILED_PRECONDITION).
-// the durable job queue (the ledger's jobs table) drained by lanes of worker processes, and
-// promotion — which is the orchestrator's alone: validated, no required-row regression, faster
-// than the incumbent beyond the practical floor in a confirmation run; ties keep the incumbent.
-//
-// Lanes: `cpu_workers` threads run compile jobs in parallel; one GPU lane per device runs
-// validate/measure/regress jobs one at a time, after waiting out foreign processes. Every job
-// runs in a fresh cake-worker process; this process never creates a CUDA context.
+// Promotion is the orchestrator's alone (server/promotion_policy.h): validated, no required-row
+// regression, faster than the incumbent beyond the practical floor in a confirmation run; ties
+// keep the incumbent.
 //
 // Thread-safety: all public methods are thread-safe.
 #pragma once
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <map>
 #include <memory>
-#include <mutex>
-#include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "cake/service.pb.h"
 #include "cake/worker.pb.h"
+#include "candidate_lifecycle.h"
 #include "gpuqueue/containment.h"
+#include "gpuqueue/lanes.h"
 #include "gpuqueue/sandbox.h"
 #include "ledger/ledger.h"
 
@@ -64,14 +61,14 @@ struct OrchestratorConfig {
 enum class Role { kOperator, kAgent, kCi };
 std::string RoleName(Role r);
 
-class Orchestrator {
+class Orchestrator : private gpuqueue::LaneWork {
  public:
   Orchestrator(ledger::Ledger* ledger, OrchestratorConfig config);
-  ~Orchestrator();
+  ~Orchestrator() override;
 
   // Kills what a dead boot left running (its job cgroups), recovers the ledger (interrupted jobs
   // re-queued, jobs out of attempts failed with their candidates settled, in one transaction),
-  // probes devices in a worker, starts lanes.
+  // probes devices in a worker, starts the lanes (one per device found).
   absl::Status Start(const std::string& boot_id);
   // Stops taking jobs and kills the running ones' trees; their jobs go back to the queue
   // (SHUTDOWN attempts, not counted against max_attempts). Returns within seconds.
@@ -91,8 +88,15 @@ class Orchestrator {
   bool has_execution_device() const { return execution_device_; }
 
  private:
-  void LaneLoop(bool gpu);
-  void RunJob(const ledger::Job& job, bool gpu);
+  // gpuqueue::LaneWork: what the lanes run.
+  std::vector<int64_t> Queued(bool gpu) override;
+  bool Run(int64_t job, const gpuqueue::Device* device) override;
+  std::string Probe(const gpuqueue::Device& device, int64_t after_job) override;
+  void OnForeignWait(const gpuqueue::Device& device, size_t processes) override;
+
+  // One attempt of a job; true when its device must be probed before its next job.
+  bool RunJob(const ledger::Job& job, const gpuqueue::Device* device);
+  absl::Status Record(const ledger::Job& job, const worker::Reply& reply);
   absl::Status OnCompiled(const ledger::Job& job, const worker::Reply& reply);
   absl::Status OnValidated(const ledger::Job& job, const worker::Reply& reply);
   absl::Status OnSanitized(const ledger::Job& job, const worker::Reply& reply);
@@ -102,38 +106,35 @@ class Orchestrator {
   absl::Status OnMeasured(const ledger::Job& job, const worker::Reply& reply);
   absl::Status OnRegressed(const ledger::Job& job, const worker::Reply& reply);
   absl::Status OnJobFailed(const ledger::Job& job, const std::string& reason);
-  absl::StatusOr<int64_t> EnqueueValidate(const std::string& candidate, const std::string& kind);
+  // Moves a candidate by one step of its state machine. A step its state does not allow is
+  // recorded as an illegal_transition event (the job's result is kept), never applied.
+  absl::Status Advance(const std::string& candidate, Step step, const std::string& note);
+
+  absl::StatusOr<int64_t> Enqueue(const std::string& candidate, const worker::Request& request);
+  absl::StatusOr<int64_t> EnqueueValidate(const std::string& candidate, ledger::JobKind kind);
   absl::StatusOr<int64_t> EnqueueSanitize(const std::string& candidate,
                                           const std::vector<std::string>& tools);
   absl::StatusOr<int64_t> EnqueueMeasure(const std::string& candidate, const std::string& incumbent,
                                          int run);
   absl::StatusOr<worker::KernelRef> KernelFor(const std::string& candidate);
-  void WaitForForeignProcesses();
-  // Device discovery in a fresh worker (this process never initializes CUDA).
-  absl::StatusOr<worker::Reply> RunProbe(const std::string& job_id);
-  void ProbeDevice(const ledger::Job& after);
-  void Wake();
-  // The sandbox options of one job attempt.
+  // Device discovery in a fresh worker (this process never initializes CUDA); `device` confines
+  // it to one device, null sees them all.
+  absl::StatusOr<worker::Reply> RunProbe(const std::string& job_id, const gpuqueue::Device* device);
+  // The sandbox options of one job attempt; a GPU job's worker sees only `device`.
   gpuqueue::SandboxOptions WorkerOptions(const std::string& job_name, bool gpu,
+                                         const gpuqueue::Device* device,
                                          std::chrono::milliseconds timeout);
-  std::string ContractId(const contract::Contract& c) const;
 
   ledger::Ledger* ledger_;
   OrchestratorConfig config_;
+  // Written by Start before the lanes run; read-only after.
   bool execution_device_ = false;
   std::string device_note_;
-  std::vector<std::string> devices_;
+  std::vector<gpuqueue::Device> devices_;
   std::string boot_id_;
-
   std::unique_ptr<gpuqueue::Containment> containment_;
   std::string sandbox_note_;
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::set<int64_t> claimed_ ABSL_GUARDED_BY(mu_);  // jobs a lane has taken
-  std::string gpu_state_ ABSL_GUARDED_BY(mu_) = "idle";
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::vector<std::thread> lanes_;
+  std::unique_ptr<gpuqueue::Lanes> lanes_;
 };
 
 }  // namespace cake::server

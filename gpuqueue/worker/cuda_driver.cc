@@ -99,6 +99,7 @@ absl::StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Load() {
   resolve("cuDeviceGetCount", d->DeviceGetCount);
   resolve("cuDeviceGet", d->DeviceGet);
   resolve("cuDeviceGetName", d->DeviceGetName);
+  resolve("cuDeviceGetUuid", d->DeviceGetUuid);
   resolve("cuDeviceGetAttribute", d->DeviceGetAttribute);
   resolve("cuDeviceTotalMem", d->DeviceTotalMem);
   resolve("cuDevicePrimaryCtxRetain", d->PrimaryCtxRetain);

@@ -30,6 +30,7 @@ struct CudaDriver {
   decltype(&::cuDeviceGetCount) DeviceGetCount = nullptr;
   decltype(&::cuDeviceGet) DeviceGet = nullptr;
   decltype(&::cuDeviceGetName) DeviceGetName = nullptr;
+  decltype(&::cuDeviceGetUuid) DeviceGetUuid = nullptr;
   decltype(&::cuDeviceGetAttribute) DeviceGetAttribute = nullptr;
   decltype(&::cuDeviceTotalMem) DeviceTotalMem = nullptr;
   decltype(&::cuDevicePrimaryCtxRetain) PrimaryCtxRetain = nullptr;

@@ -64,7 +64,7 @@ absl::StatusOr<std::unique_ptr<MeasureRunner>> MeasureRunner::Create(const Gpu& 
   if (!s.ok()) return s;
   if (nvml == nullptr) {
     r->notes_ = "SM clock not read (no NVML): throttle filter not applied";
-  } else if (auto mhz = nvml->DefaultSmMhz(0); mhz.ok()) {
+  } else if (auto mhz = nvml->DefaultSmMhz(o.nvml_index); mhz.ok()) {
     r->default_mhz_ = *mhz;
   } else {
     r->notes_ = absl::StrCat("no default SM clock (", mhz.status().message(),
@@ -162,7 +162,7 @@ absl::StatusOr<MeasureRunner::ArmSample> MeasureRunner::RunArm(Row& row, int arm
   }
   out.event_us = 1000.0 * total_ms / row.launches;
   out.gpu_seconds = total_ms / 1000.0;
-  out.sm_mhz = nvml_ ? nvml_->Read(0).sm_mhz : NAN;
+  out.sm_mhz = nvml_ ? nvml_->Read(o_.nvml_index).sm_mhz : NAN;
   out.span_us = NAN;
   if (cupti_) {
     const bool warm = c.cache == "warm";
@@ -196,10 +196,12 @@ absl::StatusOr<MeasureRunner::ArmSample> MeasureRunner::RunArm(Row& row, int arm
   return out;
 }
 
-absl::StatusOr<evidence::RowTiming> MeasureRunner::TimeRow(
-    const DeviceWorkload& workload, const contract::Contract& contract,
-    const contract::ProblemShape& shape, const protocol::TimingConfig& config,
-    const Arm& incumbent, const Arm& challenger, uint64_t seed) {
+absl::StatusOr<evidence::RowTiming> MeasureRunner::TimeRow(const DeviceWorkload& workload,
+                                                           const contract::Contract& contract,
+                                                           const contract::ProblemShape& shape,
+                                                           const protocol::TimingConfig& config,
+                                                           const Arm& incumbent,
+                                                           const Arm& challenger, uint64_t seed) {
   const CudaDriver& d = *g_.driver;
   checks_[0].set_arm("incumbent");
   checks_[1].set_arm("challenger");
@@ -297,7 +299,7 @@ absl::StatusOr<evidence::RowTiming> MeasureRunner::TimeRow(
       got[a] = *r;
       input_sets += launches + arms[a]->extra_launches;
     }
-    const Nvml::Reading env = nvml_ ? nvml_->Read(0) : Nvml::Reading{NAN, NAN, NAN};
+    const Nvml::Reading env = nvml_ ? nvml_->Read(o_.nvml_index) : Nvml::Reading{NAN, NAN, NAN};
     const bool throttled = default_mhz_ > 0 && ((got[0].sm_mhz > 0 && got[0].sm_mhz < floor_mhz) ||
                                                 (got[1].sm_mhz > 0 && got[1].sm_mhz < floor_mhz));
     const bool discarded = throttled || got[0].blocker_timed_out || got[1].blocker_timed_out;

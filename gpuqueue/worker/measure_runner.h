@@ -44,6 +44,7 @@ struct MeasureOptions {
   double throttle_fraction = 0.75;
   bool inputs_mutable = false;
   double blocker_timeout_s = 2;
+  unsigned nvml_index = 0;  // NVML's index of the device timed on (VisibleDeviceNvmlIndex)
 };
 
 class MeasureRunner {
@@ -74,8 +75,8 @@ class MeasureRunner {
   absl::Status PrepareRow(Row& row, int slots) const;
   // `capturing`: events become external event-record nodes of a graph (a plain record in a
   // capturing stream is only a dependency marker and cannot be timed).
-  absl::Status EnqueueTimed(Row& row, const Arm& arm, int launches,
-                            const protocol::TimingConfig& c, bool capturing) const;
+  absl::Status EnqueueTimed(Row& row, const Arm& arm, int launches, const protocol::TimingConfig& c,
+                            bool capturing) const;
   struct ArmSample {
     double event_us = 0, span_us = 0, gpu_seconds = 0;
     float sm_mhz = 0;

@@ -9,6 +9,7 @@
 #include <random>
 #include <regex>
 #include <sstream>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -17,10 +18,10 @@
 #include "cuda_driver.h"
 #include "cupti_spans.h"
 #include "device_session.h"
-#include "measure_runner.h"
 #include "device_workload.h"
 #include "gpuqueue/framing.h"
 #include "gpuqueue/nvml.h"
+#include "measure_runner.h"
 #include "protocol/paired_verdict.h"
 #include "validate_runner.h"
 #include "workloads/numeric.h"
@@ -110,7 +111,8 @@ worker::Reply RunSanitize(const worker::SanitizeJob& job) {
   v->set_seed(job.seed());
   const std::string cs = FindComputeSanitizer();
   const workloads::Workload* w = workloads::FindWorkload(job.contract().operation());
-  if (w == nullptr) return Fail(std::string(workloads::UnknownOperation(job.contract().operation()).message()));
+  if (w == nullptr)
+    return Fail(std::string(workloads::UnknownOperation(job.contract().operation()).message()));
   const auto policy = workloads::EffectivePolicy(job.contract(), *w);
   const int timeout_s = policy.sanitizer_timeout_s() > 0 ? policy.sanitizer_timeout_s() : 300;
   // The target reads its job from a file: compute-sanitizer owns the target's stdio. The file
@@ -197,16 +199,26 @@ worker::Reply RunSanitize(const worker::SanitizeJob& job) {
   return reply;
 }
 
-void NoteForeignProcesses(const Nvml* nvml, const char* when, evidence::Measurement* m) {
+// NVML's index of the device this worker computes on. The daemon confines a GPU job to one device
+// with CUDA_VISIBLE_DEVICES=GPU-<uuid>, which renumbers CUDA's devices but not NVML's.
+absl::StatusOr<unsigned> VisibleDeviceNvmlIndex(const Nvml& nvml) {
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (visible == nullptr || std::string_view(visible).rfind("GPU-", 0) != 0) return 0u;
+  return nvml.IndexOf(visible);
+}
+
+void NoteForeignProcesses(const Nvml* nvml, unsigned index, const char* when,
+                          evidence::Measurement* m) {
   if (nvml == nullptr) return;
-  auto procs = nvml->ComputeProcesses(0);
+  auto procs = nvml->ComputeProcesses(index);
   if (!procs.ok()) {
     m->add_foreign_processes(absl::StrCat(when, ": not read (", procs.status().message(), ")"));
     return;
   }
   for (unsigned pid : *procs)
     if (pid != static_cast<unsigned>(getpid()))
-      m->add_foreign_processes(absl::StrCat(when, ": pid ", pid, " computing on device 0"));
+      m->add_foreign_processes(
+          absl::StrCat(when, ": pid ", pid, " computing on NVML device ", index));
 }
 
 worker::Reply RunMeasure(const worker::MeasureJob& job) {
@@ -225,12 +237,14 @@ worker::Reply RunMeasure(const worker::MeasureJob& job) {
   const workloads::Workload* w = workloads::FindWorkload(c.operation());
   const DeviceWorkload* dw = FindDeviceWorkload(c.operation());
   if (w == nullptr || dw == nullptr)
-    return Fail(absl::StrCat("this worker has no device side for operation '", c.operation(),
-                             "'"));
+    return Fail(absl::StrCat("this worker has no device side for operation '", c.operation(), "'"));
   const auto configs = protocol::TimingConfigs(c.protocol());
   if (!configs.ok()) return Fail(std::string(configs.status().message()));
 
   auto nvml = Nvml::Load();
+  absl::StatusOr<unsigned> nvml_index =
+      nvml.ok() ? VisibleDeviceNvmlIndex(**nvml) : absl::StatusOr<unsigned>(nvml.status());
+  if (nvml.ok() && !nvml_index.ok()) nvml = nvml_index.status();  // readings of another device
   auto cupti = CuptiSpans::Start();
   MeasureOptions o;
   o.warmup_samples = c.protocol().warmup_launches() > 0 ? c.protocol().warmup_launches() : 3;
@@ -239,6 +253,7 @@ worker::Reply RunMeasure(const worker::MeasureJob& job) {
   o.throttle_fraction =
       c.protocol().throttle_fraction() > 0 ? c.protocol().throttle_fraction() : 0.75;
   o.inputs_mutable = workloads::EffectivePolicy(c, *w).inputs_mutable();
+  o.nvml_index = nvml_index.ok() ? *nvml_index : 0;
   auto runner = MeasureRunner::Create(*g, o, nvml.ok() ? nvml->get() : nullptr,
                                       cupti.ok() ? cupti->get() : nullptr);
   if (!runner.ok()) return Fail(std::string(runner.status().message()));
@@ -255,7 +270,7 @@ worker::Reply RunMeasure(const worker::MeasureJob& job) {
   m->set_cupti(cupti.ok() ? "kernel spans recorded"
                           : absl::StrCat("no spans: ", cupti.status().message()));
   m->set_stopping_rule(protocol::Describe(o.stopping));
-  NoteForeignProcesses(nvml.ok() ? nvml->get() : nullptr, "before", m);
+  NoteForeignProcesses(nvml.ok() ? nvml->get() : nullptr, o.nvml_index, "before", m);
   const Arm inc_arm{inc->get()}, cha_arm{cha->get()};
   for (int i = 0; i < c.rows_size() && !m->invalid(); ++i) {
     const contract::Row& row = c.rows(i);
@@ -279,7 +294,7 @@ worker::Reply RunMeasure(const worker::MeasureJob& job) {
   }
   *m->add_output_checks() = (*runner)->output_check(0);
   *m->add_output_checks() = (*runner)->output_check(1);
-  NoteForeignProcesses(nvml.ok() ? nvml->get() : nullptr, "after", m);
+  NoteForeignProcesses(nvml.ok() ? nvml->get() : nullptr, o.nvml_index, "after", m);
   std::vector<std::string> notes;
   if (!nvml.ok()) notes.push_back(absl::StrCat("no NVML: ", nvml.status().message()));
   if (!(*runner)->notes().empty()) notes.push_back((*runner)->notes());
@@ -288,6 +303,16 @@ worker::Reply RunMeasure(const worker::MeasureJob& job) {
   reply.set_device_fault(d.context_lost);
   if (d.context_lost && cupti.ok()) cupti->release();  // its flush could wait on a hung kernel
   return reply;
+}
+
+// nvidia-smi's spelling: "GPU-" and the 16 bytes as 8-4-4-4-12 hex digits.
+std::string FormatGpuUuid(const CUuuid& u) {
+  std::string hex;
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) hex += '-';
+    absl::StrAppend(&hex, absl::Hex(static_cast<unsigned char>(u.bytes[i]), absl::kZeroPad2));
+  }
+  return "GPU-" + hex;
 }
 
 worker::Reply RunProbe() {
@@ -312,6 +337,11 @@ worker::Reply RunProbe() {
     (*d)->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
     (*d)->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
     p->add_devices(absl::StrCat(i, ": ", name, " (", major, ".", minor, ")"));
+    worker::DeviceIdentity* id = p->add_identities();
+    id->set_ordinal(i);
+    id->set_name(p->devices(i));
+    CUuuid uuid;
+    if ((*d)->DeviceGetUuid(&uuid, dev) == CUDA_SUCCESS) id->set_uuid(FormatGpuUuid(uuid));
   }
   if (count == 0) p->set_reason("the driver reports no CUDA device");
   return reply;
@@ -367,6 +397,8 @@ worker::Reply RunWorkerRequest(const worker::Request& request) {
       return RunCompile(request.compile());
     case worker::Request::kValidate:
       return RunValidate(request.validate());
+    case worker::Request::kRegress:
+      return RunValidate(request.regress());
     case worker::Request::kSanitize:
       return RunSanitize(request.sanitize());
     case worker::Request::kMeasure:

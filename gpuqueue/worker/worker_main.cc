@@ -26,6 +26,8 @@ std::string KindOf(const cake::worker::Request& r) {
       return "probe";
     case cake::worker::Request::kSanitize:
       return "sanitize";
+    case cake::worker::Request::kRegress:
+      return "regress";
     default:
       return "none";
   }

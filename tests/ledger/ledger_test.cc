@@ -71,11 +71,11 @@ TEST_F(LedgerTest, NewFileHasIdentityWalAndSchema) {
   {
     auto l = ledger::Ledger::Open(db.string());
     ASSERT_TRUE(l.ok());
-    ASSERT_TRUE((*l)->InsertContract("ct-1", SmallContract()).ok());
+    ASSERT_TRUE((*l)->contracts().Insert("ct-1", SmallContract()).ok());
   }
   auto again = ledger::Ledger::Open(db.string());
   ASSERT_TRUE(again.ok());
-  EXPECT_TRUE((*again)->GetContract("ct-1").ok());
+  EXPECT_TRUE((*again)->contracts().Get("ct-1").ok());
 }
 
 TEST_F(LedgerTest, ContractsAreImmutable) {
@@ -83,14 +83,14 @@ TEST_F(LedgerTest, ContractsAreImmutable) {
   {
     auto l = ledger::Ledger::Open(db.string());
     ASSERT_TRUE(l.ok());
-    auto existed = (*l)->InsertContract("ct-1", SmallContract());
+    auto existed = (*l)->contracts().Insert("ct-1", SmallContract());
     ASSERT_TRUE(existed.ok());
     EXPECT_FALSE(*existed);
     contract::Contract changed = SmallContract();
     changed.set_name("other");
     // Same id again is not an update: the stored body stays.
-    EXPECT_TRUE(*(*l)->InsertContract("ct-1", changed));
-    EXPECT_EQ((*l)->GetContract("ct-1")->name(), "c");
+    EXPECT_TRUE(*(*l)->contracts().Insert("ct-1", changed));
+    EXPECT_EQ((*l)->contracts().Get("ct-1")->name(), "c");
   }
   std::string err;
   EXPECT_NE(Exec(db, "UPDATE contracts SET name = 'x'", &err), SQLITE_OK);
@@ -101,15 +101,15 @@ TEST_F(LedgerTest, ContractsAreImmutable) {
 TEST_F(LedgerTest, JobAttemptsAreRecordedExactlyOnce) {
   auto l = ledger::Ledger::Open((dir_ / "l.db").string());
   ASSERT_TRUE(l.ok());
-  ASSERT_TRUE((*l)->BeginBoot("boot-a", 3).ok());
-  auto id = (*l)->EnqueueJob("cand", "compile", "req");
+  ASSERT_TRUE((*l)->jobs().Recover("boot-a", 3).ok());
+  auto id = (*l)->jobs().Enqueue("cand", ledger::JobKind::kCompile, "req");
   ASSERT_TRUE(id.ok());
-  ASSERT_TRUE((*l)->MarkJobRunning(*id, 123).ok());
-  EXPECT_FALSE((*l)->MarkJobRunning(*id, 124).ok()) << "a running job cannot be taken twice";
-  ASSERT_TRUE((*l)->FinishJob(*id, true, "").ok());
+  ASSERT_TRUE((*l)->jobs().MarkRunning(*id, 123).ok());
+  EXPECT_FALSE((*l)->jobs().MarkRunning(*id, 124).ok()) << "a running job cannot be taken twice";
+  ASSERT_TRUE((*l)->jobs().Finish(*id, true, "").ok());
   // A job ends once: finishing it again records nothing (UNIQUE(job_id, attempt) backs that).
-  EXPECT_TRUE((*l)->FinishJob(*id, false, "late").ok());
-  EXPECT_EQ((*l)->GetJob(*id)->state, ledger::JobState::kDone);
+  EXPECT_TRUE((*l)->jobs().Finish(*id, false, "late").ok());
+  EXPECT_EQ((*l)->jobs().Get(*id)->state, ledger::JobState::kDone);
   EXPECT_EQ(Scalar(dir_ / "l.db", "SELECT COUNT(*) FROM job_attempts"), 1);
 }
 
@@ -118,31 +118,31 @@ TEST_F(LedgerTest, RestartRequeuesRunningJobsThenGivesUp) {
   int64_t job = 0;
   {
     auto l = ledger::Ledger::Open(db.string());
-    ASSERT_TRUE((*l)->BeginBoot("boot-1", 2).ok());
-    job = *(*l)->EnqueueJob("cand", "compile", "req");
-    ASSERT_TRUE((*l)->EnqueueJob("cand2", "compile", "req").ok());
-    ASSERT_TRUE((*l)->MarkJobRunning(job, 1).ok());
+    ASSERT_TRUE((*l)->jobs().Recover("boot-1", 2).ok());
+    job = *(*l)->jobs().Enqueue("cand", ledger::JobKind::kCompile, "req");
+    ASSERT_TRUE((*l)->jobs().Enqueue("cand2", ledger::JobKind::kCompile, "req").ok());
+    ASSERT_TRUE((*l)->jobs().MarkRunning(job, 1).ok());
   }  // the daemon dies with job RUNNING
   {
     auto l = ledger::Ledger::Open(db.string());
-    auto rec = (*l)->BeginBoot("boot-2", 2);
+    auto rec = (*l)->jobs().Recover("boot-2", 2);
     ASSERT_TRUE(rec.ok());
     EXPECT_EQ(rec->requeued, 1);
     EXPECT_EQ(rec->queued, 2);
-    EXPECT_EQ((*l)->GetJob(job)->state, ledger::JobState::kQueued);
-    ASSERT_TRUE((*l)->MarkJobRunning(job, 2).ok());
+    EXPECT_EQ((*l)->jobs().Get(job)->state, ledger::JobState::kQueued);
+    ASSERT_TRUE((*l)->jobs().MarkRunning(job, 2).ok());
   }  // dies again: attempt 2 of 2
   auto l = ledger::Ledger::Open(db.string());
-  auto rec = (*l)->BeginBoot("boot-3", 2);
+  auto rec = (*l)->jobs().Recover("boot-3", 2);
   ASSERT_TRUE(rec.ok());
   EXPECT_EQ(rec->failed, 1);
-  const ledger::Job j = *(*l)->GetJob(job);
+  const ledger::Job j = *(*l)->jobs().Get(job);
   EXPECT_EQ(j.state, ledger::JobState::kFailed);
   EXPECT_EQ(j.error, "interrupted by daemon crashes in 2 of 2 allowed attempts; giving up");
   ASSERT_EQ(rec->gave_up.size(), 1u);
   EXPECT_EQ(rec->gave_up[0].id, job);
   EXPECT_EQ(rec->interrupted.size(), 1u);
-  auto events = (*l)->EventsAfter(0, 100);
+  auto events = (*l)->events().After(0, 100);
   int requeued = 0;
   for (const auto& e : *events) requeued += e.kind == "job_requeued";
   EXPECT_EQ(requeued, 1);
@@ -176,7 +176,7 @@ TEST_F(LedgerTest, RefusesForeignNewerAndCorruptFilesWithoutTouchingThem) {
 
 TEST_F(LedgerTest, CandidatesDeduplicateByScheduleHashAndKeepTheirEvidence) {
   auto l = ledger::Ledger::Open((dir_ / "l.db").string());
-  ASSERT_TRUE((*l)->InsertContract("ct-1", SmallContract()).ok());
+  ASSERT_TRUE((*l)->contracts().Insert("ct-1", SmallContract()).ok());
   evidence::Candidate c;
   c.set_contract_id("ct-1");
   c.set_schedule_hash(std::string(64, 'a'));
@@ -184,18 +184,19 @@ TEST_F(LedgerTest, CandidatesDeduplicateByScheduleHashAndKeepTheirEvidence) {
   c.set_state(evidence::PROPOSED);
   c.set_proposer("agent");
   c.mutable_hypothesis()->set_expected_effect("faster");
-  auto first = (*l)->InsertCandidate(c, "k1");
+  auto first = (*l)->candidates().Insert(c, "k1");
   ASSERT_TRUE(first.ok());
   EXPECT_FALSE(first->existed);
-  auto dup = (*l)->InsertCandidate(c, "");
+  auto dup = (*l)->candidates().Insert(c, "");
   EXPECT_TRUE(dup->existed);
   EXPECT_EQ(dup->id, first->id);
   evidence::Validation v;
   v.set_passed(true);
-  ASSERT_TRUE((*l)->PutValidation(first->id, 1, v).ok());
-  ASSERT_TRUE((*l)->SetCandidateState(first->id, evidence::VALIDATED,
-                                      evidence::CANDIDATE_STATE_UNSPECIFIED, "")
-                  .ok());
+  ASSERT_TRUE((*l)->evidence().PutValidation(first->id, 1, v).ok());
+  ASSERT_TRUE(
+      (*l)->candidates()
+          .SetState(first->id, evidence::VALIDATED, evidence::CANDIDATE_STATE_UNSPECIFIED, "")
+          .ok());
   evidence::Measurement m;
   m.set_incumbent("c0");
   evidence::RowTiming* row = m.add_rows();
@@ -205,15 +206,15 @@ TEST_F(LedgerTest, CandidatesDeduplicateByScheduleHashAndKeepTheirEvidence) {
     row->add_challenger_us(90 + i);
     row->add_challenger_first(i % 2);
   }
-  ASSERT_TRUE((*l)->PutMeasurement(first->id, m).ok());
-  auto got = (*l)->GetCandidate(first->id);
+  ASSERT_TRUE((*l)->evidence().PutMeasurement(first->id, m).ok());
+  auto got = (*l)->candidates().Get(first->id);
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(got->state(), evidence::VALIDATED);
   EXPECT_TRUE(got->validation().passed());
   EXPECT_EQ(got->hypothesis().expected_effect(), "faster");
   ASSERT_EQ(got->measurements_size(), 1);
   EXPECT_EQ(got->measurements(0).rows(0).challenger_us_size(), 4);
-  EXPECT_EQ((*l)->GetCandidate("nope").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ((*l)->candidates().Get("nope").status().code(), absl::StatusCode::kNotFound);
 }
 
 }  // namespace
@@ -223,14 +224,14 @@ namespace cake {
 namespace {
 
 // A contract "ct" with one candidate.
-absl::StatusOr<ledger::Ledger::Inserted> InsertOneCandidate(ledger::Ledger& l) {
-  if (auto s = l.InsertContract("ct", SmallContract()); !s.ok()) return s.status();
+absl::StatusOr<ledger::CandidateStore::Inserted> InsertOneCandidate(ledger::Ledger& l) {
+  if (auto s = l.contracts().Insert("ct", SmallContract()); !s.ok()) return s.status();
   evidence::Candidate cand;
   cand.set_contract_id("ct");
   cand.set_schedule_hash("h");
   cand.set_schedule_text("t");
   cand.set_proposer("agent");
-  return l.InsertCandidate(cand, "");
+  return l.candidates().Insert(cand, "");
 }
 
 // The ledger of the H200 demo round (evidence/demo_round/ledger.db) was written by schema v1.
@@ -247,7 +248,7 @@ TEST_F(LedgerTest, MigratesARealVersionOneLedgerWithoutLosingRows) {
   {
     auto l = ledger::Ledger::Open(db.string());
     ASSERT_TRUE(l.ok()) << l.status();
-    auto all = (*l)->ListCandidates("", 0);
+    auto all = (*l)->candidates().List("", 0);
     ASSERT_TRUE(all.ok()) << all.status();
     EXPECT_EQ(int64_t(all->candidates.size()), candidates);
     EXPECT_FALSE(all->more);
@@ -258,7 +259,7 @@ TEST_F(LedgerTest, MigratesARealVersionOneLedgerWithoutLosingRows) {
     }
     EXPECT_GT(measured, 0);
     // v4: the GEMM-only shapes became the gemm_bf16 arm of ProblemShape, values kept.
-    auto contracts = (*l)->ListContracts();
+    auto contracts = (*l)->contracts().List();
     ASSERT_TRUE(contracts.ok());
     ASSERT_FALSE(contracts->empty());
     for (const auto& [id, c] : *contracts) {
@@ -299,21 +300,21 @@ TEST_F(LedgerTest, EvidenceRecordsKeepHistoryAndServeTheLatestPerKind) {
   r.set_tool("racecheck");
   r.set_status(evidence::FAILED);
   r.set_created_unix_ms(1000);
-  ASSERT_TRUE((*l)->PutEvidence(ins->id, 7, r).ok());
+  ASSERT_TRUE((*l)->evidence().PutRecord(ins->id, 7, r).ok());
   r.set_status(evidence::PASSED);
   r.set_created_unix_ms(2000);
-  ASSERT_TRUE((*l)->PutEvidence(ins->id, 9, r).ok());
+  ASSERT_TRUE((*l)->evidence().PutRecord(ins->id, 9, r).ok());
   r.set_kind(evidence::NUMERICAL_CONTRACT);
   r.clear_tool();
-  ASSERT_TRUE((*l)->PutEvidence(ins->id, 9, r).ok());
-  auto latest = (*l)->LatestEvidence(ins->id);
+  ASSERT_TRUE((*l)->evidence().PutRecord(ins->id, 9, r).ok());
+  auto latest = (*l)->evidence().LatestRecords(ins->id);
   ASSERT_TRUE(latest.ok());
   ASSERT_EQ(latest->size(), 2u);
   for (const auto& rec : *latest) {
     EXPECT_EQ(rec.status(), evidence::PASSED);
     EXPECT_EQ(rec.job_id(), 9);
   }
-  auto got = (*l)->GetCandidate(ins->id);
+  auto got = (*l)->candidates().Get(ins->id);
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(got->evidence_size(), 2);
   EXPECT_EQ(Pragma(dir_ / "l.db", "user_version"), ledger::kSchemaVersion);
@@ -341,7 +342,7 @@ TEST_F(LedgerTest, InvalidRunsAndEverySampleAreStored) {
     row->add_discarded(i == 1);
     row->add_incumbent_sm_mhz(i == 2 ? NAN : 1980.f);
   }
-  ASSERT_TRUE((*l)->PutMeasurement(ins->id, m).ok());
+  ASSERT_TRUE((*l)->evidence().PutMeasurement(ins->id, m).ok());
   sqlite3* raw = nullptr;
   sqlite3_open(db.c_str(), &raw);
   sqlite3_stmt* s = nullptr;
@@ -371,17 +372,17 @@ TEST_F(LedgerTest, AGracefulStopDoesNotCountAgainstTheAttempts) {
   int64_t job = 0;
   {
     auto l = ledger::Ledger::Open(db.string());
-    ASSERT_TRUE((*l)->BeginBoot("boot-1", 1).ok());
-    job = *(*l)->EnqueueJob("cand", "compile", "req");
+    ASSERT_TRUE((*l)->jobs().Recover("boot-1", 1).ok());
+    job = *(*l)->jobs().Enqueue("cand", ledger::JobKind::kCompile, "req");
     for (int stop = 0; stop < 3; ++stop) {
-      ASSERT_TRUE((*l)->MarkJobRunning(job, 10 + stop).ok());
-      ASSERT_TRUE((*l)->RequeueAfterShutdown(job).ok());
-      EXPECT_EQ((*l)->GetJob(job)->state, ledger::JobState::kQueued);
+      ASSERT_TRUE((*l)->jobs().MarkRunning(job, 10 + stop).ok());
+      ASSERT_TRUE((*l)->jobs().RequeueAfterShutdown(job).ok());
+      EXPECT_EQ((*l)->jobs().Get(job)->state, ledger::JobState::kQueued);
     }
-    ASSERT_TRUE((*l)->MarkJobRunning(job, 20).ok());
+    ASSERT_TRUE((*l)->jobs().MarkRunning(job, 20).ok());
   }  // then a crash
   auto l = ledger::Ledger::Open(db.string());
-  auto rec = (*l)->BeginBoot("boot-2", 2);
+  auto rec = (*l)->jobs().Recover("boot-2", 2);
   ASSERT_TRUE(rec.ok());
   EXPECT_EQ(rec->requeued, 1) << "three graceful stops and one crash: 1 of 2 attempts used";
   EXPECT_EQ(Scalar(db, "SELECT COUNT(*) FROM job_attempts WHERE outcome = 'SHUTDOWN'"), 3);
@@ -394,30 +395,32 @@ TEST_F(LedgerTest, MeasureKeysMapToTheirFirstJob) {
   ASSERT_TRUE(l.ok());
   contract::Contract c;
   c.set_name("k");
-  ASSERT_TRUE((*l)->InsertContract("ct-k", c).ok());
+  ASSERT_TRUE((*l)->contracts().Insert("ct-k", c).ok());
   evidence::Candidate cand;
   cand.set_contract_id("ct-k");
   cand.set_schedule_hash("ab12cd34ef");
   cand.set_proposer("agent");
-  auto ins = (*l)->InsertCandidate(cand, "");
+  auto ins = (*l)->candidates().Insert(cand, "");
   ASSERT_TRUE(ins.ok());
-  EXPECT_FALSE((*l)->MeasureForKey("m1")->has_value());
-  ASSERT_TRUE((*l)->InsertMeasureRequest("m1", ins->id, 77).ok());
-  auto prior = (*l)->MeasureForKey("m1");
+  EXPECT_FALSE((*l)->jobs().MeasureForKey("m1")->has_value());
+  ASSERT_TRUE((*l)->jobs().InsertMeasureRequest("m1", ins->id, 77).ok());
+  auto prior = (*l)->jobs().MeasureForKey("m1");
   ASSERT_TRUE(prior.ok() && prior->has_value());
   EXPECT_EQ((*prior)->first, ins->id);
   EXPECT_EQ((*prior)->second, 77);
   // A second insert of one key is a conflict the caller sees as ALREADY_EXISTS.
-  EXPECT_EQ((*l)->InsertMeasureRequest("m1", ins->id, 78).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ((*l)->jobs().InsertMeasureRequest("m1", ins->id, 78).code(),
+            absl::StatusCode::kAlreadyExists);
 }
 
 TEST_F(LedgerTest, StoredValuesAreBounded) {
   auto l = ledger::Ledger::Open((dir_ / "l.db").string());
   ASSERT_TRUE(l.ok());
-  auto id = (*l)->EnqueueJob("cand", "compile", std::string(ledger::kMaxBoundBytes + 1, 'x'));
+  auto id = (*l)->jobs().Enqueue("cand", ledger::JobKind::kCompile,
+                                 std::string(ledger::kMaxBoundBytes + 1, 'x'));
   ASSERT_FALSE(id.ok());
   EXPECT_EQ(id.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_EQ((*l)->CountJobs(ledger::JobState::kQueued).value(), 0) << "nothing half-stored";
+  EXPECT_EQ((*l)->jobs().Count(ledger::JobState::kQueued).value(), 0) << "nothing half-stored";
 }
 
 TEST_F(LedgerTest, AVersionTwoLedgerGetsContractDigestsAndRefusesAFlippedBit) {
@@ -427,7 +430,7 @@ TEST_F(LedgerTest, AVersionTwoLedgerGetsContractDigestsAndRefusesAFlippedBit) {
     contract::Contract c;
     c.set_name("digest");
     c.set_baseline_schedule("name: \"x\"");
-    ASSERT_TRUE((*l)->InsertContract("ct-d", c).ok());
+    ASSERT_TRUE((*l)->contracts().Insert("ct-d", c).ok());
   }
   // Make it look like schema v2 (no digest column), as a ledger of the previous release.
   ASSERT_EQ(Exec(db,
@@ -441,7 +444,7 @@ TEST_F(LedgerTest, AVersionTwoLedgerGetsContractDigestsAndRefusesAFlippedBit) {
   {
     auto l = ledger::Ledger::Open(db.string());
     ASSERT_TRUE(l.ok()) << l.status();
-    auto c = (*l)->GetContract("ct-d");
+    auto c = (*l)->contracts().Get("ct-d");
     ASSERT_TRUE(c.ok()) << c.status();
     EXPECT_EQ(c->name(), "digest");
   }
@@ -455,10 +458,10 @@ TEST_F(LedgerTest, AVersionTwoLedgerGetsContractDigestsAndRefusesAFlippedBit) {
             SQLITE_OK);
   auto l = ledger::Ledger::Open(db.string());
   ASSERT_TRUE(l.ok()) << l.status();
-  auto c = (*l)->GetContract("ct-d");
+  auto c = (*l)->contracts().Get("ct-d");
   EXPECT_EQ(c.status().code(), absl::StatusCode::kDataLoss);
   std::vector<std::string> corrupt;
-  auto all = (*l)->ListContracts(&corrupt);
+  auto all = (*l)->contracts().List(&corrupt);
   ASSERT_TRUE(all.ok());
   EXPECT_TRUE(all->empty());
   EXPECT_EQ(corrupt, std::vector<std::string>{"ct-d"});

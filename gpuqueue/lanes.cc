@@ -1,0 +1,163 @@
+#include "lanes.h"
+
+#include "absl/strings/str_cat.h"
+#include "nvml.h"
+
+namespace cake::gpuqueue {
+namespace {
+
+class NvmlForeignProcesses : public ForeignProcesses {
+ public:
+  explicit NvmlForeignProcesses(absl::StatusOr<std::unique_ptr<Nvml>> nvml)
+      : nvml_(std::move(nvml)) {}
+  absl::StatusOr<size_t> Count(const Device& device) override {
+    if (!nvml_.ok()) return nvml_.status();
+    unsigned index = static_cast<unsigned>(device.ordinal);
+    if (!device.uuid.empty()) {
+      auto i = (*nvml_)->IndexOf(device.uuid);
+      if (!i.ok()) return i.status();
+      index = *i;
+    }
+    auto procs = (*nvml_)->ComputeProcesses(index);
+    if (!procs.ok()) return procs.status();
+    return procs->size();
+  }
+
+ private:
+  absl::StatusOr<std::unique_ptr<Nvml>> nvml_;
+};
+
+}  // namespace
+
+std::unique_ptr<ForeignProcesses> ForeignProcesses::FromNvml() {
+  return std::make_unique<NvmlForeignProcesses>(Nvml::Load());
+}
+
+Lanes::Lanes(LaneWork* work, std::vector<Device> devices, std::unique_ptr<ForeignProcesses> foreign,
+             LaneOptions options)
+    : work_(work),
+      devices_(std::move(devices)),
+      foreign_(std::move(foreign)),
+      options_(options),
+      states_(devices_.size(), "idle") {}
+
+Lanes::~Lanes() {
+  RequestStop();
+  Join();
+}
+
+void Lanes::Start() {
+  stopping_ = false;
+  for (int i = 0; i < options_.cpu_lanes; ++i) threads_.emplace_back([this] { CpuLane(); });
+  for (size_t d = 0; d < devices_.size(); ++d) threads_.emplace_back([this, d] { DeviceLane(d); });
+}
+
+void Lanes::RequestStop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+}
+
+void Lanes::Join() {
+  for (std::thread& t : threads_)
+    if (t.joinable()) t.join();
+  threads_.clear();
+}
+
+void Lanes::Wake() { cv_.notify_all(); }
+
+std::vector<Lanes::DeviceState> Lanes::States() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<DeviceState> out;
+  for (size_t d = 0; d < devices_.size(); ++d) out.push_back({devices_[d].name, states_[d]});
+  return out;
+}
+
+void Lanes::SetState(size_t device, std::string state) {
+  std::lock_guard<std::mutex> lock(mu_);
+  states_[device] = std::move(state);
+}
+
+void Lanes::Pause(std::chrono::milliseconds d) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, d, [this] { return stopping_.load(); });
+}
+
+int64_t Lanes::Claim(bool gpu) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (stopping_) return 0;
+  // Read under the lock: a job another lane just released is not read back as queued.
+  for (int64_t id : work_->Queued(gpu))
+    if (claimed_.insert(id).second) return id;
+  cv_.wait_for(lock, options_.idle_poll);
+  return 0;
+}
+
+void Lanes::Release(int64_t job) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    claimed_.erase(job);
+  }
+  cv_.notify_all();
+}
+
+void Lanes::CpuLane() {
+  while (!stopping_) {
+    const int64_t job = Claim(false);
+    if (job == 0) continue;
+    work_->Run(job, nullptr);
+    Release(job);
+  }
+}
+
+bool Lanes::WaitForForeign(size_t d) {
+  bool told = false;
+  while (!stopping_) {
+    auto n = foreign_ ? foreign_->Count(devices_[d]) : absl::UnavailableError("no count");
+    if (!n.ok() || *n == 0) return true;
+    if (!told) work_->OnForeignWait(devices_[d], *n);
+    told = true;
+    SetState(d, absl::StrCat("waiting for ", *n, " foreign process(es)"));
+    Pause(options_.foreign_poll);
+  }
+  return false;
+}
+
+void Lanes::DeviceLane(size_t d) {
+  const Device& device = devices_[d];
+  int64_t probe_after = 0;  // the job after which the device must answer a probe first
+  while (!stopping_) {
+    if (probe_after != 0) {
+      SetState(d, "probing");
+      const std::string why = work_->Probe(device, probe_after);
+      if (why.empty()) {
+        probe_after = 0;
+        SetState(d, "idle");
+      } else {
+        SetState(d, absl::StrCat("not answering: ", why));
+        Pause(options_.reprobe);
+      }
+      continue;
+    }
+    const int64_t job = Claim(true);
+    if (job == 0) continue;
+    // A device others compute on takes no job: the job goes back for another lane while this
+    // one waits.
+    if (auto n = foreign_ ? foreign_->Count(device) : absl::UnavailableError("no count");
+        n.ok() && *n > 0) {
+      Release(job);
+      if (!WaitForForeign(d)) return;
+      SetState(d, "idle");
+      continue;
+    }
+    SetState(d, "busy");
+    const bool fault = work_->Run(job, &device);
+    SetState(d, "idle");
+    Release(job);
+    if (fault) probe_after = job;
+  }
+}
+
+}  // namespace cake::gpuqueue

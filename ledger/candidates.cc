@@ -1,0 +1,215 @@
+#include "candidates.h"
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "connection.h"
+#include "events.h"
+#include "evidence_store.h"
+
+namespace cake::ledger {
+
+absl::StatusOr<CandidateStore::Inserted> CandidateStore::Insert(
+    const evidence::Candidate& c, const std::string& idempotency_key) {
+  Inserted result;
+  absl::Status st = conn_->Atomically([&]() -> absl::Status {
+    CAKE_ASSIGN_OR_RETURN(
+        Stmt same, conn_->db().Prepare(
+                       "SELECT id FROM candidates WHERE contract_id = ? AND schedule_hash = ?"));
+    same.Bind(1, c.contract_id()).Bind(2, c.schedule_hash());
+    if (same.Step()) {
+      result.id = same.Text(0);
+      result.existed = true;
+      return absl::OkStatus();
+    }
+    CAKE_RETURN_IF_ERROR(same.status());
+    CAKE_ASSIGN_OR_RETURN(Stmt seq,
+                          conn_->db().Prepare("SELECT COALESCE(MAX(seq), 0) + 1 FROM candidates"));
+    if (!seq.Step()) return seq.status();
+    const int64_t n = seq.Int(0);
+    result.id = absl::StrCat("c", n, "-", c.schedule_hash().substr(0, 8));
+    CAKE_ASSIGN_OR_RETURN(
+        Stmt ins,
+        conn_->db().Prepare(
+            "INSERT INTO candidates(id, seq, contract_id, schedule_hash, schedule_text, state, "
+            "proposer, idempotency_key, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+    ins.Bind(1, result.id)
+        .Bind(2, n)
+        .Bind(3, c.contract_id())
+        .Bind(4, c.schedule_hash())
+        .Bind(5, c.schedule_text())
+        .Bind(6, static_cast<int64_t>(c.state()))
+        .Bind(7, c.proposer());
+    if (idempotency_key.empty()) {
+      ins.BindNull(8);
+    } else {
+      ins.Bind(8, idempotency_key);
+    }
+    CAKE_RETURN_IF_ERROR(ins.Bind(9, c.created_unix_ms()).Run());
+    if (c.has_hypothesis()) {
+      CAKE_ASSIGN_OR_RETURN(
+          Stmt h, conn_->db().Prepare("INSERT INTO hypotheses(candidate_id, body) VALUES (?, ?)"));
+      CAKE_RETURN_IF_ERROR(
+          h.Bind(1, result.id).BindBlob(2, c.hypothesis().SerializeAsString()).Run());
+    }
+    return events_->Add(
+        "proposed", result.id, 0,
+        absl::StrCat("proposed by ", c.proposer(), " for contract ", c.contract_id()));
+  });
+  if (!st.ok()) return st;
+  return result;
+}
+
+absl::StatusOr<std::string> CandidateStore::ForKey(const std::string& idempotency_key) {
+  auto lock = conn_->Lock();
+  CAKE_ASSIGN_OR_RETURN(Stmt s,
+                        conn_->db().Prepare("SELECT id FROM candidates WHERE idempotency_key = ?"));
+  s.Bind(1, idempotency_key);
+  if (s.Step()) return s.Text(0);
+  CAKE_RETURN_IF_ERROR(s.status());
+  return std::string();
+}
+
+absl::Status CandidateStore::SetState(const std::string& id, evidence::CandidateState state,
+                                      evidence::CandidateState rejected_at,
+                                      const std::string& note) {
+  return conn_->Atomically([&]() -> absl::Status {
+    CAKE_ASSIGN_OR_RETURN(
+        Stmt s,
+        conn_->db().Prepare(
+            "UPDATE candidates SET state = ?, rejected_at = ?, status_note = ? WHERE id = ?"));
+    CAKE_RETURN_IF_ERROR(s.Bind(1, static_cast<int64_t>(state))
+                             .Bind(2, static_cast<int64_t>(rejected_at))
+                             .Bind(3, note)
+                             .Bind(4, id)
+                             .Run());
+    if (conn_->db().Changes() == 0) return absl::NotFoundError(absl::StrCat("no candidate ", id));
+    return events_->Add(
+        "state", id, 0,
+        absl::StrCat(evidence::CandidateState_Name(state),
+                     state == evidence::REJECTED
+                         ? absl::StrCat(" at ", evidence::CandidateState_Name(rejected_at))
+                         : "",
+                     note.empty() ? "" : absl::StrCat(": ", note)));
+  });
+}
+
+absl::StatusOr<evidence::Candidate> CandidateStore::Get(const std::string& id) {
+  auto lock = conn_->Lock();
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt s,
+      conn_->db().Prepare(
+          "SELECT id, contract_id, schedule_hash, schedule_text, state, rejected_at, status_note, "
+          "proposer, created_ms FROM candidates WHERE id = ?"));
+  s.Bind(1, id);
+  if (!s.Step()) {
+    CAKE_RETURN_IF_ERROR(s.status());
+    return absl::NotFoundError(absl::StrCat("no candidate '", id, "'"));
+  }
+  evidence::Candidate c;
+  c.set_id(s.Text(0));
+  c.set_contract_id(s.Text(1));
+  c.set_schedule_hash(s.Text(2));
+  c.set_schedule_text(s.Text(3));
+  c.set_state(static_cast<evidence::CandidateState>(s.Int(4)));
+  c.set_rejected_at(static_cast<evidence::CandidateState>(s.Int(5)));
+  c.set_status_note(s.Text(6));
+  c.set_proposer(s.Text(7));
+  c.set_created_unix_ms(s.Int(8));
+  CAKE_ASSIGN_OR_RETURN(Stmt h,
+                        conn_->db().Prepare("SELECT body FROM hypotheses WHERE candidate_id = ?"));
+  h.Bind(1, id);
+  if (h.Step()) c.mutable_hypothesis()->ParseFromString(h.Blob(0));
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt a,
+      conn_->db().Prepare(
+          "SELECT body FROM analysis_reports WHERE candidate_id = ? ORDER BY target LIMIT 1"));
+  a.Bind(1, id);
+  if (a.Step()) c.mutable_analysis()->ParseFromString(a.Blob(0));
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt r,
+      conn_->db().Prepare("SELECT body FROM receipts WHERE candidate_id = ? ORDER BY target DESC"));
+  r.Bind(1, id);
+  // The compile-target receipt (sm_12x sorts after sm_90 descending) is the one shown.
+  if (r.Step()) c.mutable_receipt()->ParseFromString(r.Blob(0));
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt v, conn_->db().Prepare(
+                  "SELECT body FROM validations WHERE candidate_id = ? ORDER BY id DESC LIMIT 1"));
+  v.Bind(1, id);
+  if (v.Step()) c.mutable_validation()->ParseFromString(v.Blob(0));
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt m,
+      conn_->db().Prepare("SELECT body FROM measurements WHERE candidate_id = ? ORDER BY id"));
+  m.Bind(1, id);
+  while (m.Step()) c.add_measurements()->ParseFromString(m.Blob(0));
+  CAKE_ASSIGN_OR_RETURN(std::vector<evidence::EvidenceRecord> records,
+                        evidence_->LatestRecords(id));
+  for (evidence::EvidenceRecord& rec : records) *c.add_evidence() = std::move(rec);
+  for (const auto& d : c.analysis().diagnostics()) *c.add_diagnostics() = d;
+  for (const auto& d : c.receipt().failures()) *c.add_diagnostics() = d;
+  return c;
+}
+
+absl::StatusOr<CandidateStore::StateOf> CandidateStore::State(const std::string& id) {
+  auto lock = conn_->Lock();
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt s, conn_->db().Prepare("SELECT state, rejected_at FROM candidates WHERE id = ?"));
+  s.Bind(1, id);
+  if (!s.Step()) {
+    CAKE_RETURN_IF_ERROR(s.status());
+    return absl::NotFoundError(absl::StrCat("no candidate '", id, "'"));
+  }
+  return StateOf{static_cast<evidence::CandidateState>(s.Int(0)),
+                 static_cast<evidence::CandidateState>(s.Int(1))};
+}
+
+absl::StatusOr<CandidateStore::CandidatePage> CandidateStore::List(const std::string& contract_id,
+                                                                   int limit, int64_t before_seq) {
+  std::vector<std::pair<std::string, int64_t>> ids;
+  const int64_t want = limit > 0 ? limit : 1000;
+  {
+    auto lock = conn_->Lock();
+    CAKE_ASSIGN_OR_RETURN(
+        Stmt s,
+        conn_->db().Prepare("SELECT id, seq FROM candidates WHERE (? = '' OR contract_id = ?) AND "
+                            "(? = 0 OR seq < ?) ORDER BY seq DESC LIMIT ?"));
+    s.Bind(1, contract_id).Bind(2, contract_id).Bind(3, before_seq).Bind(4, before_seq);
+    s.Bind(5, want + 1);  // one more tells whether another page exists
+    while (s.Step()) ids.emplace_back(s.Text(0), s.Int(1));
+    CAKE_RETURN_IF_ERROR(s.status());
+  }
+  CandidatePage page;
+  page.more = static_cast<int64_t>(ids.size()) > want;
+  if (page.more) ids.pop_back();
+  for (const auto& [id, seq] : ids) {
+    CAKE_ASSIGN_OR_RETURN(evidence::Candidate c, Get(id));
+    page.candidates.push_back(std::move(c));
+    page.last_seq = seq;
+  }
+  return page;
+}
+
+absl::StatusOr<std::vector<std::string>> CandidateStore::InState(const std::string& contract_id,
+                                                                 evidence::CandidateState state) {
+  auto lock = conn_->Lock();
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt s, conn_->db().Prepare(
+                  "SELECT id FROM candidates WHERE contract_id = ? AND state = ? ORDER BY seq"));
+  s.Bind(1, contract_id).Bind(2, static_cast<int64_t>(state));
+  std::vector<std::string> ids;
+  while (s.Step()) ids.push_back(s.Text(0));
+  CAKE_RETURN_IF_ERROR(s.status());
+  return ids;
+}
+
+absl::StatusOr<std::map<std::string, int64_t>> CandidateStore::CountsByState() {
+  auto lock = conn_->Lock();
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt s, conn_->db().Prepare("SELECT state, COUNT(*) FROM candidates GROUP BY state"));
+  std::map<std::string, int64_t> out;
+  while (s.Step())
+    out[evidence::CandidateState_Name(static_cast<evidence::CandidateState>(s.Int(0)))] = s.Int(1);
+  CAKE_RETURN_IF_ERROR(s.status());
+  return out;
+}
+
+}  // namespace cake::ledger

@@ -1,0 +1,49 @@
+#include "events.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "connection.h"
+
+namespace cake::ledger {
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+absl::Status EventLog::Add(const std::string& kind, const std::string& candidate, int64_t job_id,
+                           const std::string& message) {
+  auto lock = conn_->Lock();
+  CAKE_ASSIGN_OR_RETURN(Stmt s,
+                        conn_->db().Prepare("INSERT INTO events(created_ms, kind, candidate_id, "
+                                            "job_id, message) VALUES (?,?,?,?,?)"));
+  return s.Bind(1, NowMs()).Bind(2, kind).Bind(3, candidate).Bind(4, job_id).Bind(5, message).Run();
+}
+
+absl::StatusOr<std::vector<Event>> EventLog::After(int64_t after_id, int limit) {
+  auto lock = conn_->Lock();
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt s,
+      conn_->db().Prepare(
+          "SELECT id, created_ms, kind, candidate_id, job_id, message FROM events WHERE id > ? "
+          "ORDER BY id LIMIT ?"));
+  s.Bind(1, after_id).Bind(2, limit);
+  std::vector<Event> out;
+  while (s.Step()) {
+    Event e;
+    e.id = s.Int(0);
+    e.created_ms = s.Int(1);
+    e.kind = s.Text(2);
+    e.candidate_id = s.Text(3);
+    e.job_id = s.Int(4);
+    e.message = s.Text(5);
+    out.push_back(e);
+  }
+  CAKE_RETURN_IF_ERROR(s.status());
+  return out;
+}
+
+}  // namespace cake::ledger

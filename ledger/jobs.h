@@ -1,0 +1,83 @@
+// The durable job queue (jobs, job_attempts, measure_requests tables): jobs are queued, claimed
+// (RUNNING, one attempt more), finished exactly once, and recovered at boot.
+// Thread-safety: safe from any thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace cake::ledger {
+
+class Connection;
+class EventLog;
+
+// What a job does. Stored by name; a name this build does not know reads as kUnknown.
+enum class JobKind { kUnknown, kCompile, kValidate, kSanitize, kMeasure, kRegress };
+std::string JobKindName(JobKind k);
+JobKind ParseJobKind(const std::string& name);
+
+enum class JobState { kQueued, kRunning, kDone, kFailed, kInterrupted };
+std::string JobStateName(JobState s);
+
+struct Job {
+  int64_t id = 0;
+  std::string candidate_id;
+  JobKind kind = JobKind::kUnknown;
+  JobState state = JobState::kQueued;
+  int attempt = 0;
+  std::string request;  // serialized cake.worker.Request
+  std::string error;
+  int64_t created_ms = 0, started_ms = 0, finished_ms = 0;
+  int64_t worker_pid = 0;
+};
+
+struct RecoveryReport {
+  int requeued = 0;              // RUNNING jobs of an earlier boot put back in the queue
+  int failed = 0;                // ... that had used up their attempts
+  int queued = 0;                // jobs waiting in the queue after recovery
+  std::vector<Job> interrupted;  // every RUNNING job of an earlier boot (worker_pid as recorded)
+  std::vector<Job> gave_up;      // those marked FAILED: the caller settles their candidates
+};
+
+class JobQueue {
+ public:
+  JobQueue(Connection* conn, EventLog* events) : conn_(conn), events_(events) {}
+
+  // Starts a boot: RUNNING jobs of earlier boots become INTERRUPTED, then are re-queued while
+  // fewer than max_attempts of their attempts were interrupted by a crash (graceful shutdowns
+  // do not count), else FAILED. Each is logged as an event.
+  absl::StatusOr<RecoveryReport> Recover(const std::string& boot_id, int max_attempts);
+
+  absl::StatusOr<int64_t> Enqueue(const std::string& candidate, JobKind kind,
+                                  const std::string& request);
+  absl::StatusOr<std::vector<Job>> Queued();  // oldest first
+  absl::StatusOr<int64_t> Count(JobState state);
+  absl::StatusOr<Job> Get(int64_t id);
+  // QUEUED -> RUNNING under this boot; FailedPrecondition when it is not queued (taken).
+  absl::Status MarkRunning(int64_t id, int64_t pid);
+  absl::Status SetPid(int64_t id, int64_t pid);
+  // A RUNNING job killed by a graceful shutdown: its attempt is recorded as SHUTDOWN and the job
+  // goes back to the queue (not counted against max_attempts).
+  absl::Status RequeueAfterShutdown(int64_t id);
+  // Ends a job once; finishing an ended job records nothing more.
+  absl::Status Finish(int64_t id, bool ok, const std::string& error);
+  absl::StatusOr<std::vector<Job>> RecentFailed(int limit);  // newest first
+
+  // The measurement job an idempotency key queued: (candidate, job id), or nullopt.
+  absl::StatusOr<std::optional<std::pair<std::string, int64_t>>> MeasureForKey(
+      const std::string& idempotency_key);
+  absl::Status InsertMeasureRequest(const std::string& idempotency_key,
+                                    const std::string& candidate, int64_t job_id);
+
+ private:
+  Connection* conn_;
+  EventLog* events_;
+  std::string boot_id_;  // written by Recover before any job is claimed
+};
+
+}  // namespace cake::ledger

@@ -1,0 +1,52 @@
+#include "contract_checks.h"
+
+#include "absl/strings/str_cat.h"
+#include "base/digest.h"
+#include "compiler/canonical.h"
+#include "compiler/parse.h"
+#include "compiler/targets.h"
+#include "eligibility.h"
+#include "protocol/stopping.h"
+#include "workloads/workload.h"
+
+namespace cake::server {
+
+absl::Status CheckContract(const contract::Contract& c) {
+  if (c.name().empty()) return absl::InvalidArgumentError("contract has no name");
+  const workloads::Workload* w = workloads::FindWorkload(c.operation());
+  if (w == nullptr) return workloads::UnknownOperation(c.operation());
+  if (c.rows().empty()) return absl::InvalidArgumentError("contract has no rows");
+  bool required = false;
+  for (const contract::Row& r : c.rows()) {
+    if (r.name().empty()) return absl::InvalidArgumentError("a row has no name");
+    if (absl::Status s = w->CheckShape(r.problem()); !s.ok())
+      return absl::InvalidArgumentError(absl::StrCat("row '", r.name(), "': ", s.message()));
+    required |= r.required() && !r.held_out();
+  }
+  if (!required)
+    return absl::InvalidArgumentError("contract needs at least one required, non-held-out row");
+  for (const std::string& t : {c.compile_target(), c.execution_target()}) {
+    auto target = compiler::TargetByName(t);
+    if (!target.ok()) return absl::InvalidArgumentError(target.status().message());
+  }
+  if (absl::Status s = w->CheckContract(c); !s.ok()) return s;
+  if (auto configs = protocol::TimingConfigs(c.protocol()); !configs.ok())
+    return absl::InvalidArgumentError(absl::StrCat("protocol: ", configs.status().message()));
+  if (c.protocol().throttle_fraction() < 0 || c.protocol().throttle_fraction() >= 1)
+    return absl::InvalidArgumentError("protocol.throttle_fraction must be in [0, 1)");
+  if (c.has_validation())
+    if (std::string bad = CheckValidationPolicy(c.validation(), *w); !bad.empty())
+      return absl::InvalidArgumentError(bad);
+  auto parsed = compiler::ParseModuleText(c.baseline_schedule(), "baseline_schedule");
+  if (!parsed.ok())
+    return absl::InvalidArgumentError(
+        absl::StrCat("baseline schedule: ", parsed.status().message()));
+  return absl::OkStatus();
+}
+
+std::string KeyedContractId(const std::string& key, const contract::Contract& c) {
+  return "ct-" + base::HmacSha256Hex(key, "cake-contract-v2\n" + compiler::DeterministicBytes(c))
+                     .substr(0, 16);
+}
+
+}  // namespace cake::server

@@ -1,0 +1,20 @@
+// What a contract must satisfy to be stored (its workload's checks included), and its id. Pure.
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "cake/contract.pb.h"
+
+namespace cake::server {
+
+// INVALID_ARGUMENT naming the first problem: no name, an operation no workload registers (the
+// message names the registered ones), no required non-held-out row, a bad row shape, an unknown
+// target, a bad protocol or validation policy, a baseline schedule that does not parse.
+absl::Status CheckContract(const contract::Contract& c);
+
+// "ct-" + 16 hex digits of an HMAC of the contract's deterministic bytes under `key`: an agent
+// that guesses a held-out row cannot confirm its guess against the public id.
+std::string KeyedContractId(const std::string& key, const contract::Contract& c);
+
+}  // namespace cake::server
