@@ -6,10 +6,9 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "base/files.h"
 #include "canonical.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -34,13 +33,6 @@ absl::Status WriteFileSynced(const fs::path& path, const std::string& bytes) {
   return absl::OkStatus();
 }
 
-std::string ReadAll(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 }  // namespace
 
 std::string ArtifactStore::DirFor(const std::string& key) const {
@@ -56,9 +48,9 @@ absl::StatusOr<report::LoweringReceipt> ArtifactStore::Lookup(const std::string&
   std::error_code ec;
   if (!fs::exists(dir / "receipt.pb", ec)) return absl::NotFoundError("no entry");
   report::LoweringReceipt receipt;
-  if (!receipt.ParseFromString(ReadAll(dir / "receipt.pb")))
+  if (!receipt.ParseFromString(base::ReadFileBytes(dir / "receipt.pb")))
     return absl::NotFoundError("corrupt receipt");
-  if (base::Sha256Hex(ReadAll(dir / "kernel.cubin")) != receipt.cubin_sha256())
+  if (base::Sha256Hex(base::ReadFileBytes(dir / "kernel.cubin")) != receipt.cubin_sha256())
     return absl::NotFoundError("cubin does not match its receipt");
   return receipt;
 }

@@ -11,8 +11,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -35,16 +33,10 @@ bool WriteSmall(const std::string& path, const std::string& value) {
   return ok;
 }
 
-std::string ReadSmall(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 std::vector<pid_t> PidsOf(const std::string& cgroup) {
   std::vector<pid_t> pids;
-  for (absl::string_view line : absl::StrSplit(ReadSmall(cgroup + "/cgroup.procs"), '\n')) {
+  for (absl::string_view line :
+       absl::StrSplit(base::ReadFileBytes(cgroup + "/cgroup.procs"), '\n')) {
     int pid = 0;
     if (absl::SimpleAtoi(line, &pid) && pid > 0) pids.push_back(pid);
   }
@@ -64,7 +56,7 @@ void KillCgroup(const std::string& path) {
 }
 
 bool Populated(const std::string& path) {
-  for (absl::string_view line : absl::StrSplit(ReadSmall(path + "/cgroup.events"), '\n'))
+  for (absl::string_view line : absl::StrSplit(base::ReadFileBytes(path + "/cgroup.events"), '\n'))
     if (absl::ConsumePrefix(&line, "populated ")) return line != "0";
   return !PidsOf(path).empty();
 }
@@ -87,7 +79,7 @@ bool WaitUnpopulated(const std::string& path, std::chrono::milliseconds timeout)
 std::set<std::string> Controllers(const std::string& file) {
   std::set<std::string> out;
   for (absl::string_view c :
-       absl::StrSplit(ReadSmall(file), absl::ByAnyChar(" \n"), absl::SkipEmpty()))
+       absl::StrSplit(base::ReadFileBytes(file), absl::ByAnyChar(" \n"), absl::SkipEmpty()))
     out.insert(std::string(c));
   return out;
 }
@@ -97,8 +89,8 @@ std::vector<pid_t> OwnChildren() {
   std::vector<pid_t> out;
   std::error_code ec;
   for (const auto& task : fs::directory_iterator("/proc/self/task", ec)) {
-    for (absl::string_view tok :
-         absl::StrSplit(ReadSmall((task.path() / "children").string()), ' ', absl::SkipEmpty())) {
+    for (absl::string_view tok : absl::StrSplit(
+             base::ReadFileBytes((task.path() / "children").string()), ' ', absl::SkipEmpty())) {
       int pid = 0;
       if (absl::SimpleAtoi(tok, &pid) && pid > 0) out.push_back(pid);
     }
@@ -110,11 +102,11 @@ std::vector<pid_t> OwnChildren() {
 
 absl::StatusOr<std::string> OwnCgroupPath() {
   std::string own;
-  for (absl::string_view line : absl::StrSplit(ReadSmall("/proc/self/cgroup"), '\n'))
+  for (absl::string_view line : absl::StrSplit(base::ReadFileBytes("/proc/self/cgroup"), '\n'))
     if (absl::ConsumePrefix(&line, "0::")) own = std::string(line);
   if (own.empty()) return absl::NotFoundError("this process is in no cgroup v2 hierarchy");
   // The cgroup2 mount: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS - cgroup2 SOURCE SUPEROPTS".
-  for (absl::string_view line : absl::StrSplit(ReadSmall("/proc/self/mountinfo"), '\n')) {
+  for (absl::string_view line : absl::StrSplit(base::ReadFileBytes("/proc/self/mountinfo"), '\n')) {
     std::vector<std::string> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
     size_t dash = 0;
     while (dash < f.size() && f[dash] != "-") ++dash;

@@ -10,7 +10,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <random>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/match.h"
@@ -32,18 +31,6 @@ namespace fs = std::filesystem;
 using cake::server::DaemonConfig;
 
 namespace {
-
-std::string RandomHex(int bytes) {
-  std::random_device rd;
-  std::string s;
-  static constexpr char kHex[] = "0123456789abcdef";
-  for (int i = 0; i < bytes; ++i) {
-    const unsigned b = rd() & 0xff;
-    s.push_back(kHex[b >> 4]);
-    s.push_back(kHex[b & 15]);
-  }
-  return s;
-}
 
 // The secret of the keyed contract ids: 32 random bytes, created once, written atomically.
 absl::StatusOr<std::string> LoadOrCreateKey(const fs::path& path) {
@@ -218,7 +205,12 @@ int main(int argc, char** argv) {
     }
   }
   cake::server::Orchestrator orch(ledger->get(), ocfg);
-  const std::string boot_id = RandomHex(8);
+  auto boot_bytes = cake::base::RandomBytes(8);
+  if (!boot_bytes.ok()) {
+    spdlog::critical("boot id: {}", boot_bytes.status().ToString());
+    return 1;
+  }
+  const std::string boot_id = cake::base::HexOf(*boot_bytes);
   absl::Status started = orch.Start(boot_id);
   if (!started.ok()) {
     spdlog::critical("orchestrator: {}", std::string(started.message()));

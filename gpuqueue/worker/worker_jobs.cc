@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/files.h"
 #include "base/subprocess.h"
 #include "compiler/compiler.h"
 #include "cuda_driver.h"
@@ -361,11 +362,8 @@ int SanitizerErrors(const std::string& tool, const std::string& output) {
 }
 
 int RunSanitizeTarget(const std::string& request_file) {
-  std::ifstream in(request_file, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
   worker::Request request;
-  absl::Status s = Unframe(bytes.str(), &request);
+  absl::Status s = Unframe(base::ReadFileBytes(request_file), &request);
   if (!s.ok() || !request.has_validate()) {
     std::fprintf(stderr, "cake-worker: bad sanitize target request %s\n", request_file.c_str());
     return 2;
