@@ -1,9 +1,11 @@
 // cakectl: the command line of caked. Data to stdout, messages to stderr. Output is a table on a
 // terminal and JSON otherwise (-o table|json overrides); `watch` prints NDJSON.
 // Exit codes: 0 ok, 1 failure, 2 usage, 3 regression found, 4 auth, 5 daemon unavailable.
-// Address and token: flags > $CAKE_ADDR / $CAKE_TOKEN_FILE > defaults
-// (unix:/var/lib/caked/caked.sock, /var/lib/caked/tokens/operator). Tokens are read from files,
-// never from the command line.
+// Address and token: flags > $CAKE_ADDR / $CAKE_TOKEN_FILE > defaults derived from the state
+// directory ($CAKE_STATE_DIR, default /var/lib/caked): the socket is the first that exists of
+// /run/caked/caked.sock (the shipped unit's) and STATE_DIR/caked.sock, the token the first
+// readable of STATE_DIR/tokens/{operator,ci,agent} (a member of the daemon's group reads ci).
+// Tokens are read from files, never from the command line.
 #include <unistd.h>
 
 #include <chrono>
@@ -245,13 +247,30 @@ void PrintCandidate(const ev::Candidate& c) {
   }
 }
 
+std::filesystem::path StateDir() {
+  if (const char* s = getenv("CAKE_STATE_DIR"); s && *s) return s;
+  return "/var/lib/caked";
+}
 std::string DefaultServer() {
   if (const char* a = getenv("CAKE_ADDR"); a && *a) return a;
-  return "unix:/var/lib/caked/caked.sock";
+  const std::filesystem::path own = StateDir() / "caked.sock";
+  std::error_code ec;
+  // The shipped unit listens in its runtime directory; `caked --state-dir` alone in the state
+  // directory. A $CAKE_STATE_DIR names a daemon of its own: its socket comes first.
+  std::vector<std::filesystem::path> socks = {"/run/caked/caked.sock", own};
+  if (getenv("CAKE_STATE_DIR") != nullptr) std::swap(socks[0], socks[1]);
+  for (const auto& s : socks)
+    if (std::filesystem::exists(s, ec)) return "unix:" + s.string();
+  return "unix:" + socks[0].string();
 }
 std::string DefaultToken() {
   if (const char* t = getenv("CAKE_TOKEN_FILE"); t && *t) return t;
-  return "/var/lib/caked/tokens/operator";
+  // The most capable token this user may read.
+  for (const char* role : {"operator", "ci", "agent"}) {
+    const std::filesystem::path p = StateDir() / "tokens" / role;
+    if (::access(p.c_str(), R_OK) == 0) return p.string();
+  }
+  return (StateDir() / "tokens" / "operator").string();
 }
 
 }  // namespace
@@ -353,7 +372,8 @@ int main(int argc, char** argv) {
   Client client(g);
   if (!client.token_problem().empty()) {
     std::cerr << "cakectl: token file " << g.token_file << ": " << client.token_problem()
-              << " (set --token-file or $CAKE_TOKEN_FILE)\n";
+              << " (set --token-file or $CAKE_TOKEN_FILE; members of the daemon's group can read "
+              << (StateDir() / "tokens" / "ci").string() << ")\n";
     return kAuth;
   }
   redact = [&client](std::string text) { return client.Redact(std::move(text)); };

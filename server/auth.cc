@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -17,11 +19,13 @@
 namespace cake::server {
 namespace fs = std::filesystem;
 
+int TokenFileMode(Role role) { return role == Role::kOperator ? 0600 : 0640; }
+
 absl::StatusOr<TokenTable> TokenTable::LoadOrCreate(const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return absl::InternalError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
-  ::chmod(dir.c_str(), 0700);
+  ::chmod(dir.c_str(), 0750);
   TokenTable t;
   for (Role role : {Role::kOperator, Role::kAgent, Role::kCi}) {
     const fs::path path = fs::path(dir) / RoleName(role);
@@ -31,8 +35,12 @@ absl::StatusOr<TokenTable> TokenTable::LoadOrCreate(const std::string& dir) {
     if (!fs::exists(path) || text.empty()) {
       CAKE_ASSIGN_OR_RETURN(std::string raw, base::RandomBytes(32));
       text = base::HexOf(raw) + "\n";
-      CAKE_RETURN_IF_ERROR(base::WriteFileAtomically(path, text, 0600));
+      CAKE_RETURN_IF_ERROR(base::WriteFileAtomically(path, text, TokenFileMode(role)));
     }
+    // Files of an older caked (all 0600) get the mode of their role.
+    if (::chmod(path.c_str(), TokenFileMode(role)) != 0)
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot set the mode of ", path.string(), ": ", std::strerror(errno)));
     const std::string token(absl::StripAsciiWhitespace(text));
     if (token.size() < 16)
       return absl::FailedPreconditionError(

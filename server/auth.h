@@ -1,6 +1,9 @@
 // Per-role bearer tokens. Tokens live in files under STATE_DIR/tokens/{operator,agent,ci}
-// (mode 0600, created on first start from /dev/urandom); clients read them from a file, never
-// from argv, and send `authorization: Bearer <token>`. Thread-safe after construction.
+// (created on first start from getrandom); clients read them from a file, never from argv, and
+// send `authorization: Bearer <token>`. Modes, set at every start: tokens/ 0750; operator 0600
+// (the daemon's user only); agent and ci 0640, so members of the daemon's group (the unit's
+// Group=) can run cakectl status, propose and measure, but not create contracts.
+// Thread-safe after construction.
 #pragma once
 
 #include <map>
@@ -11,6 +14,9 @@
 #include "orchestrator.h"
 
 namespace cake::server {
+
+// The mode each role's token file gets.
+int TokenFileMode(Role role);
 
 class TokenTable {
  public:

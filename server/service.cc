@@ -19,10 +19,14 @@ absl::StatusOr<Role> CakeServiceImpl::Authorize(grpc::ServerContext* ctx,
     return absl::UnauthenticatedError("missing bearer token (authorization: Bearer <token>)");
   auto role = tokens_->RoleFor(std::string(it->second.data(), it->second.size()));
   if (!role.ok()) return role.status();
-  for (Role r : allowed)
+  std::string roles;
+  for (Role r : allowed) {
     if (r == *role) return *role;
-  return absl::PermissionDeniedError(
-      absl::StrCat("role '", RoleName(*role), "' may not call this method"));
+    absl::StrAppend(&roles, roles.empty() ? "" : " or ", RoleName(r));
+  }
+  return absl::PermissionDeniedError(absl::StrCat("role '", RoleName(*role),
+                                                  "' may not call this method (it needs ", roles,
+                                                  ": that role's token file)"));
 }
 
 // Authorizes the call, then refuses a request over any field limit before anything reads it.

@@ -14,8 +14,10 @@ export CAKE_ADDR="unix:$state/caked.sock" CAKE_TOKEN_FILE="$state/tokens/operato
 "$bin/caked" --state-dir "$state" >"$state/caked.log" 2>&1 &
 daemon=$!
 for _ in $(seq 1 100); do [ -S "$state/caked.sock" ] && [ -f "$CAKE_TOKEN_FILE" ] && break; sleep 0.1; done
-id=$("$bin/cakectl" -o json contract create contracts/kmeans_assign.textproto \
-  --baseline examples/kmeans_assign.textproto | python3 -c 'import json,sys; print(json.load(sys.stdin)["contract_id"])')
+# Any bundled contract will do ($CAKE_LANE_CONTRACT names one; default: the last in name order).
+contract=${CAKE_LANE_CONTRACT:-$(ls contracts/*.textproto | tail -1)}
+id=$("$bin/cakectl" -o json contract create "$contract" --baseline "examples/$(basename "$contract")" |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["contract_id"])')
 echo "== contract $id; its baseline's validate worker is killed"
 "$bin/cakectl" watch --until-idle --timeout 300 >/dev/null 2>&1
 "$bin/cakectl" -o table demo-agent --contract "$id" --count 2

@@ -373,5 +373,71 @@ TEST_F(DaemonTest, CakectlExitCodes) {
   EXPECT_EQ(Cakectl({"status"}, env, &out), 5) << out;
 }
 
+int Mode(const fs::path& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 ? static_cast<int>(st.st_mode & 07777) : -1;
+}
+
+// A box installed from the project: members of the daemon's group run cakectl with no flags
+// but $CAKE_STATE_DIR; they read the ci token, not the operator's.
+TEST_F(DaemonTest, GroupMembersUseCakectlWithoutFlagsButNotOperatorVerbs) {
+  Daemon d(state_);
+  ASSERT_TRUE(d.Start()) << d.Log();
+  // 0751 where the workers run as another user (a root daemon): they pass through, not list.
+  EXPECT_EQ(Mode(state_) & ~0001, 0750);
+  EXPECT_EQ(Mode(state_ / "tokens"), 0750);
+  EXPECT_EQ(Mode(state_ / "tokens" / "operator"), 0600);
+  EXPECT_EQ(Mode(state_ / "tokens" / "ci"), 0640);
+  EXPECT_EQ(Mode(state_ / "tokens" / "agent"), 0640);
+  EXPECT_EQ(Mode(state_ / "caked.sock"), 0660);
+  // Token files of an older caked (0600) get their role's mode at the next start.
+  ASSERT_EQ(::chmod((state_ / "tokens" / "ci").c_str(), 0600), 0);
+  d.Stop();
+  ASSERT_TRUE(d.Start()) << d.Log();
+  EXPECT_EQ(Mode(state_ / "tokens" / "ci"), 0640);
+
+  // With $CAKE_STATE_DIR alone, cakectl finds the socket and the most capable readable token.
+  const std::map<std::string, std::string> env = {
+      {"CAKE_STATE_DIR", state_.string()}, {"CAKE_ADDR", ""}, {"CAKE_TOKEN_FILE", ""}};
+  std::string out;
+  EXPECT_EQ(Cakectl({"-o", "json", "status"}, env, &out), 0) << out;
+  EXPECT_NE(out.find("\"boot_id\""), std::string::npos) << out;
+
+  if (::geteuid() != 0 || !fs::exists("/usr/bin/setpriv"))
+    GTEST_SKIP() << "running as another user needs root and setpriv";
+  // A group member: uid nobody, supplementary group = the state directory's group.
+  const gid_t group = 4242;
+  for (const fs::path& p :
+       {state_, state_ / "tokens", state_ / "tokens" / "ci", state_ / "tokens" / "agent",
+        state_ / "tokens" / "operator", state_ / "caked.sock"})
+    ASSERT_EQ(::chown(p.c_str(), 0, group), 0) << p;
+  // Every directory above the state directory must let others through, as /var/lib does.
+  for (fs::path p = state_.parent_path(); p != p.root_path(); p = p.parent_path())
+    if ((Mode(p) & 0001) == 0) GTEST_SKIP() << p << " is not searchable by others";
+  auto as = [&](const std::string& groups, const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
+                                     groups.empty() ? "--clear-groups" : "--groups=" + groups,
+                                     CAKECTL_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    base::SubprocessOptions opts;
+    opts.env = env;
+    auto r = base::RunSubprocess(argv, opts);
+    EXPECT_TRUE(r.ok());
+    out = r->stdout_bytes + r->stderr_bytes;
+    return r->exit_code;
+  };
+  EXPECT_EQ(as(std::to_string(group), {"-o", "json", "status"}), 0) << out;
+  EXPECT_NE(out.find("\"boot_id\""), std::string::npos) << out;
+  // The ci token does not create contracts: PERMISSION_DENIED naming the role it needs.
+  const fs::path file = state_ / "member-contract.textproto";
+  std::ofstream(file) << "name: \"x\"";
+  ::chmod(file.c_str(), 0644);
+  EXPECT_EQ(as(std::to_string(group), {"contract", "create", file.string()}), 4) << out;
+  EXPECT_NE(out.find("needs operator"), std::string::npos) << out;
+  // Someone outside the group reads no token and is told which file a member would read.
+  EXPECT_EQ(as("", {"status"}), 4) << out;
+  EXPECT_NE(out.find((state_ / "tokens" / "ci").string()), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace cake

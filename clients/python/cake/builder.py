@@ -1,0 +1,162 @@
+"""A builder of warp-GEMM schedules that writes the IR proto (cake.ir.Module).
+
+Every method checks its arguments against what the IR can express, so a built schedule is
+well-formed; whether it is legal for a target (shared memory, registers, instruction forms) is
+the daemon's analysis to say, and its diagnostics come back with the candidate.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from google.protobuf import text_format
+
+from cake import ir_pb2
+
+_TRANSFERS = {"cp_async": ir_pb2.CP_ASYNC}
+_TARGETS = {"sm_120f": ir_pb2.SM_120F, "sm_120a": ir_pb2.SM_120A, "sm_121a": ir_pb2.SM_121A,
+            "sm_90": ir_pb2.SM_90}
+
+
+class ScheduleError(ValueError):
+    """A decision the IR cannot express (the message names the parameter and its range)."""
+
+
+def _require(ok: bool, message: str) -> None:
+    if not ok:
+        raise ScheduleError(message)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """An immutable warp-GEMM schedule: each with_* returns a new one."""
+
+    name: str = "gemm_bf16"
+    target: str = "sm_120f"
+    tile_m: int = 128
+    tile_n: int = 128
+    tile_k: int = 32
+    warp_rows: int = 2
+    warp_cols: int = 2
+    stages: int = 3
+    transfer: str = "cp_async"
+    padding_elements: int = 8
+    changed: tuple = field(default_factory=tuple)  # the decisions changed from the first one
+
+    @staticmethod
+    def gemm(name: str = "gemm_bf16", target: str = "sm_120f") -> "Schedule":
+        """The bundled warp GEMM (examples/gemm_bf16.textproto): C = A * B^T, BF16 in and out."""
+        _require(target in _TARGETS, f"target must be one of {sorted(_TARGETS)}, not {target!r}")
+        _require(name.isidentifier(), f"name must be an identifier, not {name!r}")
+        return Schedule(name=name, target=target)
+
+    def _with(self, decision: str, **changes) -> "Schedule":
+        changes["changed"] = tuple(dict.fromkeys(self.changed + (decision,)))
+        return _replace(self, changes)
+
+    def with_tile(self, m: int, n: int, k: int = 32) -> "Schedule":
+        """CTA tile M x N and k-tile K (M, N multiples of 16 in 16..256; K of 16 in 16..128)."""
+        for label, v, hi in (("m", m, 256), ("n", n, 256), ("k", k, 128)):
+            _require(isinstance(v, int) and 16 <= v <= hi and v % 16 == 0,
+                     f"tile {label} must be a multiple of 16 in 16..{hi}, not {v!r}")
+        return self._with("tile", tile_m=m, tile_n=n, tile_k=k)
+
+    def with_warps(self, rows: int, cols: int) -> "Schedule":
+        """The accumulator's warp grid (rows x cols warps, 1..8 warps in all)."""
+        _require(isinstance(rows, int) and isinstance(cols, int) and rows >= 1 and cols >= 1
+                 and rows * cols <= 8, f"warp grid must have 1..8 warps, not {rows}x{cols}")
+        return self._with("warps", warp_rows=rows, warp_cols=cols)
+
+    def pipeline(self, stages: int, transfer: str = "cp_async") -> "Schedule":
+        """The shared-memory ring: 1..4 stages, filled with `transfer`."""
+        _require(isinstance(stages, int) and 1 <= stages <= 4,
+                 f"pipeline stages must be 1..4, not {stages!r}")
+        _require(transfer in _TRANSFERS,
+                 f"transfer must be one of {sorted(_TRANSFERS)}, not {transfer!r}")
+        return self._with("pipeline", stages=stages, transfer=transfer)
+
+    def with_padding(self, elements: int) -> "Schedule":
+        """Row padding of the staged tiles, in BF16 elements (0..64, a multiple of 8)."""
+        _require(isinstance(elements, int) and 0 <= elements <= 64 and elements % 8 == 0,
+                 f"padding must be a multiple of 8 in 0..64, not {elements!r}")
+        return self._with("padding", padding_elements=elements)
+
+    def label(self) -> str:
+        return (f"{self.tile_m}x{self.tile_n}x{self.tile_k} w{self.warp_rows}x{self.warp_cols} "
+                f"s{self.stages}")
+
+    def module(self) -> ir_pb2.Module:
+        """The schedule as the IR proto."""
+        _require(self.tile_m % (16 * self.warp_rows) == 0 and self.tile_n % (8 * self.warp_cols) == 0,
+                 f"a {self.tile_m}x{self.tile_n} tile does not split over {self.warp_rows}x"
+                 f"{self.warp_cols} warps into whole mma tiles")
+        m = ir_pb2.Module()
+        text_format.Parse(_TEMPLATE.format(
+            name=self.name, target=ir_pb2.Arch.Name(_TARGETS[self.target]),
+            threads=32 * self.warp_rows * self.warp_cols,
+            warps=", ".join(str(w) for w in range(self.warp_rows * self.warp_cols)),
+            tm=self.tile_m, tn=self.tile_n, tk=self.tile_k, wr=self.warp_rows, wc=self.warp_cols,
+            stages=self.stages, transfer=ir_pb2.Transfer.Name(_TRANSFERS[self.transfer]),
+            pad=self.padding_elements), m)
+        return m
+
+    def text(self) -> str:
+        """The schedule in protobuf text format, as Propose takes it."""
+        return text_format.MessageToString(self.module())
+
+
+def _replace(s: Schedule, changes: dict) -> Schedule:
+    values = {f: getattr(s, f) for f in s.__dataclass_fields__}
+    values.update(changes)
+    return Schedule(**values)
+
+
+# The bundled warp GEMM with its decisions as parameters (the same structure as
+# examples/gemm_bf16.textproto).
+_TEMPLATE = """
+name: "{name}"
+description: "warp GEMM, BF16 in, FP32 accumulate, BF16 out (built by cake.Schedule)"
+target {{ arch: {target} ptx_version: "8.8" }}
+kernels {{
+  name: "{name}"
+  scalars {{ name: "M" dtype: S32 min: 1 }}
+  scalars {{ name: "N" dtype: S32 min: 1 }}
+  scalars {{ name: "K" dtype: S32 min: 8 multiple_of: 8 }}
+  tensors {{ name: "A" dtype: BF16 access: READ_ONLY alignment_bytes: 16
+    shape {{ dims {{ symbol: "M" }} dims {{ symbol: "K" }} }} representation {{ kind: ROW_MAJOR }} }}
+  tensors {{ name: "B" dtype: BF16 access: READ_ONLY alignment_bytes: 16
+    shape {{ dims {{ symbol: "N" }} dims {{ symbol: "K" }} }} representation {{ kind: ROW_MAJOR }} }}
+  tensors {{ name: "C" dtype: BF16 access: WRITE_ONLY alignment_bytes: 16
+    shape {{ dims {{ symbol: "M" }} dims {{ symbol: "N" }} }} representation {{ kind: ROW_MAJOR }} }}
+  launch {{ threads_per_cta: {threads} }}
+  roles {{ name: "compute" warps: [{warps}] issuer: ALL_LANES }}
+  instrs {{ name: "mma" family: WARP_SYNC shape: M16N8K16 a: BF16 b: BF16 accumulator: F32 }}
+  accumulators {{ name: "acc" dtype: F32 owner: "compute" mma: "mma" init: ZERO
+    shape {{ dims {{ size: {tm} }} dims {{ size: {tn} }} }} partition {{ rows: {wr} cols: {wc} }} }}
+  pipelines {{ name: "ab" stages: {stages} transfer: {transfer}
+    producers: "compute" consumers: "compute" }}
+  buffers {{ name: "a_stage" space: SHARED dtype: BF16 pipeline: "ab" alignment_bytes: 128
+    shape {{ dims {{ size: {tm} }} dims {{ size: {tk} }} }}
+    representation {{ kind: ROW_MAJOR padding_elements: {pad} }} }}
+  buffers {{ name: "b_stage" space: SHARED dtype: BF16 pipeline: "ab" alignment_bytes: 128
+    shape {{ dims {{ size: {tn} }} dims {{ size: {tk} }} }}
+    representation {{ kind: ROW_MAJOR padding_elements: {pad} }} }}
+  work {{ name: "tiles" static_tiles {{ output: "C" tile_m: {tm} tile_n: {tn} }} }}
+  ops {{ id: "main" role_region {{ role: "compute" }}
+    body {{ id: "tile_loop" for_each_tile {{ work: "tiles" }}
+      body {{ id: "k_loop" for_k_tiles {{ k: "K" extent: {tk} }}
+        body {{ id: "fill" produce {{ pipeline: "ab" }}
+          body {{ id: "copy_a" copy {{ src: "A" dst: "a_stage" transfer: {transfer} vector_bytes: 16 mask: MASK_ZERO_FILL origin: TILE_M_K }} }}
+          body {{ id: "copy_b" copy {{ src: "B" dst: "b_stage" transfer: {transfer} vector_bytes: 16 mask: MASK_ZERO_FILL origin: TILE_N_K }} }}
+        }}
+        body {{ id: "read" consume {{ pipeline: "ab" }}
+          body {{ id: "load_a" results: "fa" matrix_load {{ src: "a_stage" operand: OPERAND_A mma: "mma" form: LDMATRIX_X4 }} }}
+          body {{ id: "load_b" results: "fb" matrix_load {{ src: "b_stage" operand: OPERAND_B mma: "mma" form: LDMATRIX_X4 }} }}
+          body {{ id: "mma_step" mma {{ instr: "mma" a: "fa" b: "fb" acc: "acc" }} }}
+          body {{ id: "release" release {{ pipeline: "ab" }} }}
+        }}
+      }}
+      body {{ id: "store" store_accumulator {{ acc: "acc" dst: "C" cast: BF16 mask: MASK_BOUNDS }} }}
+    }}
+  }}
+}}
+"""

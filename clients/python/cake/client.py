@@ -1,0 +1,171 @@
+"""A thin client of caked's gRPC API, with cakectl's defaults.
+
+Address: `address`, else $CAKE_ADDR, else the first socket that exists of /run/caked/caked.sock
+and STATE_DIR/caked.sock. Token: `token_file`, else $CAKE_TOKEN_FILE, else the first readable of
+STATE_DIR/tokens/{operator,ci,agent}. STATE_DIR is $CAKE_STATE_DIR, default /var/lib/caked.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence
+
+import grpc
+from google.protobuf import text_format
+
+from cake import contract_pb2, evidence_pb2, service_pb2, service_pb2_grpc
+from cake.builder import Schedule
+
+
+class CakeError(Exception):
+    """A refused call: `code` is the gRPC status code, the message the daemon's."""
+
+    def __init__(self, code: grpc.StatusCode, message: str):
+        super().__init__(f"{code.name}: {message}")
+        self.code = code
+        self.message = message
+
+
+@dataclass
+class Hypothesis:
+    """What a proposal claims, so the claim can be checked against the evidence."""
+
+    expected_effect: str
+    falsification: str
+    parent: str = ""
+    changed_decisions: Sequence[str] = field(default_factory=tuple)
+
+    def proto(self) -> evidence_pb2.Hypothesis:
+        h = evidence_pb2.Hypothesis(parent=self.parent, expected_effect=self.expected_effect,
+                                    falsification=self.falsification)
+        h.changed_decisions.extend(self.changed_decisions)
+        return h
+
+
+def _state_dir() -> str:
+    return os.environ.get("CAKE_STATE_DIR") or "/var/lib/caked"
+
+
+def default_address() -> str:
+    if os.environ.get("CAKE_ADDR"):
+        return os.environ["CAKE_ADDR"]
+    own = os.path.join(_state_dir(), "caked.sock")
+    socks = ["/run/caked/caked.sock", own]
+    if os.environ.get("CAKE_STATE_DIR"):
+        socks.reverse()
+    for s in socks:
+        if os.path.exists(s):
+            return "unix:" + s
+    return "unix:" + socks[0]
+
+
+def default_token_file() -> str:
+    if os.environ.get("CAKE_TOKEN_FILE"):
+        return os.environ["CAKE_TOKEN_FILE"]
+    for role in ("operator", "ci", "agent"):
+        p = os.path.join(_state_dir(), "tokens", role)
+        if os.access(p, os.R_OK):
+            return p
+    return os.path.join(_state_dir(), "tokens", "operator")
+
+
+class Client:
+    """One connection to caked. Methods return the reply messages (cake.service_pb2)."""
+
+    def __init__(self, address: Optional[str] = None, token_file: Optional[str] = None,
+                 timeout_s: float = 30.0):
+        self.address = address or default_address()
+        path = token_file or default_token_file()
+        try:
+            with open(path, encoding="ascii") as f:
+                token = f.read().strip()
+        except (OSError, UnicodeDecodeError) as e:
+            raise CakeError(grpc.StatusCode.UNAUTHENTICATED,
+                            f"cannot read a token from {path}: {e}") from None
+        if not token or not all(0x21 <= ord(c) <= 0x7E for c in token):
+            raise CakeError(grpc.StatusCode.UNAUTHENTICATED,
+                            f"{path} holds no token (64 hex digits caked wrote)")
+        self._metadata = (("authorization", f"Bearer {token}"),)
+        self._timeout = timeout_s
+        self._channel = grpc.insecure_channel(
+            self.address, options=[("grpc.max_receive_message_length", 64 << 20)])
+        self._stub = service_pb2_grpc.CakeServiceStub(self._channel)
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _call(self, method: str, request):
+        try:
+            return getattr(self._stub, method)(request, metadata=self._metadata,
+                                               timeout=self._timeout)
+        except grpc.RpcError as e:
+            raise CakeError(e.code(), e.details() or "") from None
+
+    def status(self) -> service_pb2.StatusReply:
+        return self._call("Status", service_pb2.StatusRequest())
+
+    def create_contract(self, contract_text: str,
+                        baseline: Optional[str | Schedule] = None) -> service_pb2.CreateContractReply:
+        """A contract from its text proto; `baseline` (text or a Schedule) sets its baseline."""
+        c = contract_pb2.Contract()
+        text_format.Parse(contract_text, c)
+        if baseline is not None:
+            c.baseline_schedule = baseline.text() if isinstance(baseline, Schedule) else baseline
+        return self._call("CreateContract", service_pb2.CreateContractRequest(contract=c))
+
+    def contract(self, contract_id: str) -> service_pb2.GetContractReply:
+        return self._call("GetContract", service_pb2.GetContractRequest(contract_id=contract_id))
+
+    def propose(self, contract_id: str, schedule: str | Schedule,
+                hypothesis: Optional[Hypothesis] = None,
+                key: str = "") -> service_pb2.ProposeReply:
+        text = schedule.text() if isinstance(schedule, Schedule) else schedule
+        req = service_pb2.ProposeRequest(contract_id=contract_id, schedule_text=text,
+                                         idempotency_key=key)
+        if hypothesis is not None:
+            req.hypothesis.CopyFrom(hypothesis.proto())
+        return self._call("Propose", req)
+
+    def candidate(self, candidate_id: str) -> evidence_pb2.Candidate:
+        return self._call("GetCandidate",
+                          service_pb2.GetCandidateRequest(candidate_id=candidate_id))
+
+    def candidates(self, contract_id: str = "") -> list:
+        """Every candidate (summaries), newest first, across pages."""
+        out, token = [], ""
+        while True:
+            page = self._call("ListCandidates", service_pb2.ListCandidatesRequest(
+                contract_id=contract_id, page_size=200, page_token=token))
+            out.extend(page.candidates)
+            token = page.next_page_token
+            if not token:
+                return out
+
+    def measure(self, candidate_id: str, key: str = "") -> int:
+        return self._call("Measure", service_pb2.MeasureRequest(
+            candidate_id=candidate_id, idempotency_key=key)).job_id
+
+    def wait(self, candidate_id: str,
+             until: Callable[[evidence_pb2.Candidate], bool] = None,
+             timeout_s: float = 600.0, poll_s: float = 0.5) -> evidence_pb2.Candidate:
+        """Polls the candidate until `until` holds (default: it stopped moving for its jobs:
+        rejected, or settled at Compiled without a device, or measured/promoted)."""
+        settled = until or (lambda c: c.state in (
+            evidence_pb2.REJECTED, evidence_pb2.MEASURED, evidence_pb2.CONFIRMED_WINNER) or (
+            c.state == evidence_pb2.COMPILED and "no execution device" in c.status_note))
+        end = time.monotonic() + timeout_s
+        while True:
+            c = self.candidate(candidate_id)
+            if settled(c):
+                return c
+            if time.monotonic() > end:
+                raise TimeoutError(f"candidate {candidate_id} still "
+                                   f"{evidence_pb2.CandidateState.Name(c.state)} after {timeout_s} s")
+            time.sleep(poll_s)

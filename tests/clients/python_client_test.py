@@ -1,0 +1,144 @@
+"""The Python client and builder against a real caked (no GPU): defaults like cakectl's, a
+contract from the bundled file with a builder-made baseline, proposals made with the builder, an
+illegal one's diagnostics, the builder's refusals, role and idempotency errors.
+
+Run by CTest with CAKED_PATH and CAKE_SOURCE_DIR set and PYTHONPATH=clients/python.
+"""
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import unittest
+
+import grpc
+
+from cake import CakeError, Client, Hypothesis, Schedule, ScheduleError
+from cake import evidence_pb2, report_pb2
+
+SOURCE = os.environ.get("CAKE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+class Daemon:
+    def __init__(self):
+        self.state = tempfile.mkdtemp(prefix="cake-python-client.")
+        self.log = open(os.path.join(self.state, "caked.log"), "wb")
+        self.proc = subprocess.Popen([os.environ["CAKED_PATH"], "--state-dir", self.state,
+                                      "--no-gpu"], stdout=subprocess.DEVNULL, stderr=self.log)
+        sock = os.path.join(self.state, "caked.sock")
+        for _ in range(200):
+            if os.path.exists(sock) and os.path.exists(os.path.join(self.state, "tokens", "ci")):
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise RuntimeError("caked did not start: " + open(self.log.name).read())
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+        self.log.close()
+        shutil.rmtree(self.state, ignore_errors=True)
+
+
+class PythonClientTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.daemon = Daemon()
+        os.environ["CAKE_STATE_DIR"] = cls.daemon.state
+        for v in ("CAKE_ADDR", "CAKE_TOKEN_FILE"):
+            os.environ.pop(v, None)
+        cls.client = Client()  # the defaults: the state directory's socket and operator token
+        with open(os.path.join(SOURCE, "contracts", "gemm_bf16.textproto")) as f:
+            reply = cls.client.create_contract(f.read(), baseline=Schedule.gemm())
+        cls.contract = reply.contract_id
+        cls.baseline = reply.baseline_candidate
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        cls.daemon.stop()
+
+    def test_status_through_the_defaults(self):
+        s = self.client.status()
+        self.assertTrue(s.boot_id)
+        self.assertFalse(s.execution_device)
+        self.assertIn("no execution device", s.device_note)
+        self.assertIn(self.contract, [c.contract_id for c in s.contracts])
+
+    def test_builder_default_is_the_bundled_schedule(self):
+        # The same canonical schedule as examples/gemm_bf16.textproto: proposing it is a duplicate
+        # of the baseline the contract was created with.
+        with open(os.path.join(SOURCE, "examples", "gemm_bf16.textproto")) as f:
+            r = self.client.propose(self.contract, f.read())
+        self.assertTrue(r.duplicate)
+        self.assertEqual(r.candidate_id, self.baseline)
+
+    def test_a_built_variant_compiles_and_keeps_its_hypothesis(self):
+        s = Schedule.gemm().with_tile(128, 64, 32).pipeline(stages=2)
+        h = Hypothesis(parent=self.baseline, changed_decisions=list(s.changed),
+                       expected_effect="a narrower tile fills more SMs on small N",
+                       falsification="paired timing is not FASTER on the small rows")
+        r = self.client.propose(self.contract, s, hypothesis=h, key="py-variant-1")
+        self.assertFalse(r.duplicate)
+        c = self.client.wait(r.candidate_id, timeout_s=300)
+        self.assertEqual(c.state, evidence_pb2.COMPILED, c.status_note)
+        self.assertIn("no execution device", c.status_note)
+        self.assertEqual(c.receipt.outcome, report_pb2.LoweringReceipt.PASS)
+        self.assertEqual(list(c.hypothesis.changed_decisions), ["tile", "pipeline"])
+        # A retried proposal with the key gets the same candidate; the key on another schedule
+        # is refused.
+        self.assertEqual(self.client.propose(self.contract, s, key="py-variant-1").candidate_id,
+                         r.candidate_id)
+        with self.assertRaises(CakeError) as e:
+            self.client.propose(self.contract, Schedule.gemm().pipeline(stages=4),
+                                key="py-variant-1")
+        self.assertEqual(e.exception.code, grpc.StatusCode.ALREADY_EXISTS)
+
+    def test_an_illegal_schedule_comes_back_with_its_diagnostics(self):
+        s = Schedule.gemm().with_tile(256, 256, 64).pipeline(stages=4)
+        r = self.client.propose(self.contract, s)
+        c = self.client.wait(r.candidate_id, timeout_s=300)
+        self.assertEqual(c.state, evidence_pb2.REJECTED)
+        self.assertEqual(c.rejected_at, evidence_pb2.ANALYZED)
+        ids = [report_pb2.DiagId.Name(d.id) for d in c.diagnostics]
+        self.assertIn("DIAG_SHARED_BUDGET_EXCEEDED", ids)
+        shared = next(d for d in c.diagnostics if d.id == report_pb2.DIAG_SHARED_BUDGET_EXCEEDED)
+        self.assertTrue(shared.repair)  # says how to repair it
+        # Repaired as the diagnostic says (fewer stages, a smaller tile): it compiles.
+        fixed = self.client.wait(self.client.propose(
+            self.contract, s.with_tile(128, 128, 32).pipeline(stages=3).with_warps(2, 4)
+        ).candidate_id, timeout_s=300)
+        self.assertEqual(fixed.state, evidence_pb2.COMPILED, fixed.status_note)
+
+    def test_the_builder_refuses_what_the_ir_cannot_express(self):
+        for bad in (lambda: Schedule.gemm().with_tile(100, 128),
+                    lambda: Schedule.gemm().with_tile(128, 128, 0),
+                    lambda: Schedule.gemm().with_warps(3, 3),
+                    lambda: Schedule.gemm().pipeline(stages=5),
+                    lambda: Schedule.gemm().pipeline(stages=2, transfer="magic"),
+                    lambda: Schedule.gemm(target="sm_999"),
+                    lambda: Schedule.gemm().with_tile(16, 128).with_warps(2, 2).module()):
+            with self.assertRaises(ScheduleError):
+                bad()
+
+    def test_roles_are_enforced(self):
+        agent = Client(token_file=os.path.join(self.daemon.state, "tokens", "agent"))
+        with open(os.path.join(SOURCE, "contracts", "gemm_bf16.textproto")) as f:
+            text = f.read()
+        with self.assertRaises(CakeError) as e:
+            agent.create_contract(text)
+        self.assertEqual(e.exception.code, grpc.StatusCode.PERMISSION_DENIED)
+        self.assertIn("needs operator", e.exception.message)
+        # An agent reads the contract without its held-out rows, and proposes.
+        self.assertTrue(agent.contract(self.contract).contract.rows)
+        r = agent.propose(self.contract, Schedule.gemm().with_padding(16))
+        self.assertTrue(r.candidate_id)
+        agent.close()
+        with self.assertRaises(CakeError) as e:
+            Client(token_file="/nonexistent/token")
+        self.assertEqual(e.exception.code, grpc.StatusCode.UNAUTHENTICATED)
+
+
+if __name__ == "__main__":
+    unittest.main()
