@@ -60,4 +60,10 @@ if ! "$venv/bin/python" -c 'import importlib.metadata as m; m.version("consumer-
   "$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation --no-deps \
     -e "$root/clients/python" >&2
 fi
+# The MCP adapter (clients/mcp) speaks MCP through the SDK, pinned, into the same venv.
+mcp_version=2.3.0
+if ! "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$mcp_version')" 2>/dev/null; then
+  echo "bootstrap: pip install mcp==$mcp_version into .venv" >&2
+  "$venv/bin/pip" install -q --disable-pip-version-check "mcp==$mcp_version" >&2
+fi
 echo "bootstrap: ok" >&2

@@ -1,0 +1,154 @@
+"""The MCP adapter (clients/mcp/cake_mcp.py) through the MCP SDK's own client over stdio, against
+a real caked (no GPU): the tools and their proto-derived schemas, a proposal and its stages, an
+illegal schedule's diagnostics, a malformed call (JSON-RPC error with the field path), refusals
+by the daemon as error results, and no operator authority.
+
+Run by CTest with the project venv's python (mcp installed by the bootstrap).
+"""
+import json
+import os
+import sys
+import unittest
+
+import anyio
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
+
+sys.path.insert(0, os.path.dirname(__file__))
+from python_client_test import SOURCE, Daemon  # noqa: E402
+
+from cake import Client, Schedule  # noqa: E402
+
+ADAPTER = os.path.join(SOURCE, "clients", "mcp", "cake_mcp.py")
+
+
+class McpAdapterTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.daemon = Daemon()
+        operator = Client(address="unix:" + os.path.join(cls.daemon.state, "caked.sock"),
+                          token_file=os.path.join(cls.daemon.state, "tokens", "operator"))
+        with open(os.path.join(SOURCE, "contracts", "gemm_bf16.textproto")) as f:
+            reply = operator.create_contract(f.read(), baseline=Schedule.gemm())
+        operator.close()
+        cls.contract = reply.contract_id
+        cls.baseline = reply.baseline_candidate
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.daemon.stop()
+
+    def session(self, body):
+        """Runs `body(session)` against a fresh adapter process."""
+        params = StdioServerParameters(
+            command=sys.executable, args=[ADAPTER],
+            env={"CAKE_STATE_DIR": self.daemon.state,
+                 "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
+
+        async def run():
+            async with stdio_client(params) as (read, write):
+                async with ClientSession(read, write) as s:
+                    await s.initialize()
+                    return await body(s)
+
+        return anyio.run(run)
+
+    def test_exactly_the_agent_verbs_with_proto_schemas(self):
+        tools = self.session(lambda s: s.list_tools()).tools
+        names = sorted(t.name for t in tools)
+        self.assertEqual(names, ["analyze", "compile", "inspect", "measure", "propose", "status",
+                                 "validate"])
+        propose = next(t for t in tools if t.name == "propose")
+        props = propose.input_schema["properties"]
+        self.assertEqual(propose.input_schema["required"], ["contract_id", "schedule_text"])
+        # Derived from cake.service.ProposeRequest and cake.evidence.Hypothesis.
+        self.assertIn("idempotency_key", props)
+        self.assertEqual(props["hypothesis"]["properties"]["changed_decisions"]["type"], "array")
+
+    def test_propose_then_each_stage(self):
+        s = Schedule.gemm().with_tile(128, 64, 32)
+
+        async def body(sess):
+            r = await sess.call_tool("propose", {
+                "contract_id": self.contract, "schedule_text": s.text(),
+                "hypothesis": {"parent": self.baseline, "changed_decisions": ["tile"],
+                               "expected_effect": "more CTAs on small N",
+                               "falsification": "not FASTER on the small rows"}})
+            self.assertFalse(r.is_error, r.content)
+            cid = r.structured_content["candidate_id"]
+            a = await sess.call_tool("analyze", {"candidate_id": cid, "wait_s": 300})
+            c = await sess.call_tool("compile", {"candidate_id": cid, "wait_s": 300})
+            v = await sess.call_tool("validate", {"candidate_id": cid, "wait_s": 60})
+            i = await sess.call_tool("inspect", {"candidate_id": cid})
+            return a.structured_content, c.structured_content, v.structured_content, \
+                i.structured_content
+
+        a, c, v, i = self.session(body)
+        self.assertEqual(a["analysis"]["verdict"], "VERIFIED")
+        self.assertEqual(c["receipt"]["outcome"], "PASS")
+        # No GPU here: validation evidence is missing, and says why; missing is not success.
+        self.assertEqual(v["state"], "COMPILED")
+        self.assertIn("no execution device", v["note"])
+        self.assertFalse(v["eligibility"].get("eligible", False))
+        self.assertEqual(i["state"], "COMPILED")
+
+    def test_an_illegal_schedule_gets_diagnostics_with_repairs(self):
+        bad = Schedule.gemm().with_tile(256, 256, 64).pipeline(stages=4)
+
+        async def body(sess):
+            r = await sess.call_tool("propose", {"contract_id": self.contract,
+                                                 "schedule_text": bad.text()})
+            return (await sess.call_tool("analyze", {"candidate_id":
+                                                     r.structured_content["candidate_id"],
+                                                     "wait_s": 300})).structured_content
+
+        a = self.session(body)
+        self.assertEqual(a["state"], "REJECTED")
+        diag = {d["id"]: d for d in a["diagnostics"]}
+        self.assertIn("DIAG_SHARED_BUDGET_EXCEEDED", diag)
+        self.assertTrue(diag["DIAG_SHARED_BUDGET_EXCEEDED"]["repair"])
+
+    def test_malformed_calls_are_jsonrpc_errors_with_the_field_path(self):
+        async def call(name, args):
+            try:
+                await self.session_obj.call_tool(name, args)
+            except MCPError as e:
+                return e
+            return None
+
+        async def body(sess):
+            self.session_obj = sess
+            return [await call("propose", {"contract_id": self.contract, "schedule_text": 7}),
+                    await call("propose", {"contract_id": self.contract, "schedule_text": "x",
+                                           "hypothesis": {"changed_decisions": "tile"}}),
+                    await call("measure", {}),
+                    await call("create_contract", {})]
+
+        errors = self.session(body)
+        self.assertTrue(all(e is not None for e in errors), errors)
+        self.assertIn("arguments.schedule_text", errors[0].message)
+        self.assertIn("arguments.hypothesis.changed_decisions", errors[1].message)
+        self.assertIn("candidate_id", errors[2].message)
+        self.assertIn("no tool 'create_contract'", errors[3].message)  # no operator verbs
+
+    def test_daemon_refusals_come_back_as_error_results(self):
+        async def body(sess):
+            big = await sess.call_tool("propose", {"contract_id": self.contract,
+                                                   "schedule_text": "#" * (300 << 10)})
+            measure = await sess.call_tool("measure", {"candidate_id": self.baseline})
+            missing = await sess.call_tool("inspect", {"candidate_id": "c404-nothing"})
+            return big, measure, missing
+
+        big, measure, missing = self.session(body)
+        self.assertTrue(big.is_error)
+        self.assertIn("INVALID_ARGUMENT", big.content[0].text)  # over the schedule-text limit
+        self.assertIn("262144", big.content[0].text)
+        self.assertTrue(measure.is_error)
+        self.assertIn("FAILED_PRECONDITION", measure.content[0].text)
+        self.assertTrue(missing.is_error)
+        self.assertIn("NOT_FOUND", missing.content[0].text)
+
+
+if __name__ == "__main__":
+    unittest.main()
