@@ -277,6 +277,17 @@ std::string DefaultToken() {
 
 int main(int argc, char** argv) {
   CLI::App app{"cakectl: command line of the Consumer CAKE daemon (caked)"};
+  app.set_version_flag("--version", "cakectl " CAKE_VERSION);
+  app.footer(
+      "Exit codes: 0 ok, 1 failure, 2 usage, 3 regression found, 4 auth (token missing, unknown "
+      "or the role may not), 5 daemon unavailable.\n"
+      "Examples:\n"
+      "  cakectl status\n"
+      "  cakectl contract create contracts/gemm_bf16.textproto --baseline "
+      "examples/gemm_bf16.textproto\n"
+      "  cakectl propose my.textproto --contract ct-... --hypothesis h.textproto --key try-1\n"
+      "  cakectl watch --until-idle --timeout 600\n"
+      "  cakectl measure c3-... --key m-1");
   app.require_subcommand(1);
   app.fallthrough();  // global options may follow the subcommand
   Globals g{DefaultServer(), DefaultToken(), ""};
@@ -543,33 +554,23 @@ int main(int argc, char** argv) {
     return kOk;
   }
   if (watch->parsed()) {
-    const auto start = std::chrono::steady_clock::now();
-    for (;;) {
-      svc::ListEventsRequest req;
-      req.set_after_id(after);
-      req.set_limit(200);
-      svc::ListEventsReply r;
-      auto ctx = client.Ctx();
-      grpc::Status s = client->ListEvents(ctx.get(), req, &r);
-      if (!s.ok()) return ExitFor(s);
-      for (const auto& e : r.events()) {
-        std::cout << Json(e, false) << "\n" << std::flush;
-        after = e.id();
-      }
-      if (until_idle && r.events().empty()) {
-        svc::StatusReply st;
-        auto sctx = client.Ctx();
-        if (client->Status(sctx.get(), {}, &st).ok() && st.queued_jobs() == 0 &&
-            st.running_jobs() == 0)
-          return kOk;
-      }
-      if (watch_timeout > 0 &&
-          std::chrono::steady_clock::now() - start > std::chrono::seconds(watch_timeout)) {
-        std::cerr << "cakectl: watch timed out after " << watch_timeout << " s\n";
-        return kFail;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // One server stream (Watch): events arrive as they are recorded.
+    svc::WatchRequest req;
+    req.set_after_id(after);
+    req.set_until_idle(until_idle);
+    auto ctx = client.Ctx();
+    ctx->set_deadline(watch_timeout > 0
+                          ? std::chrono::system_clock::now() + std::chrono::seconds(watch_timeout)
+                          : std::chrono::system_clock::time_point::max());
+    auto reader = client->Watch(ctx.get(), req);
+    svc::Event e;
+    while (reader->Read(&e)) std::cout << Json(e, false) << "\n" << std::flush;
+    grpc::Status s = reader->Finish();
+    if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+      std::cerr << "cakectl: watch timed out after " << watch_timeout << " s\n";
+      return kFail;
     }
+    return s.ok() ? kOk : ExitFor(s);
   }
   if (regress->parsed()) {
     svc::RegressRequest req;

@@ -126,10 +126,13 @@ absl::StatusOr<evidence::Candidate> CandidateStore::Get(const std::string& id) {
   a.Bind(1, id);
   if (a.Step()) c.mutable_analysis()->ParseFromString(a.Blob(0));
   CAKE_ASSIGN_OR_RETURN(
-      Stmt r,
-      conn_->db().Prepare("SELECT body FROM receipts WHERE candidate_id = ? ORDER BY target DESC"));
+      Stmt r, conn_->db().Prepare(
+                  "SELECT r.body FROM receipts r LEFT JOIN analysis_reports a ON a.candidate_id = "
+                  "r.candidate_id AND a.target = r.target WHERE r.candidate_id = ? ORDER BY "
+                  "a.target IS NULL, r.target"));
   r.Bind(1, id);
-  // The compile-target receipt (sm_12x sorts after sm_90 descending) is the one shown.
+  // The receipt shown is the compile target's: the target of the stored analysis (the compile
+  // job stores the compile target's analysis); the execution target's receipt is in evidence().
   if (r.Step()) c.mutable_receipt()->ParseFromString(r.Blob(0));
   CAKE_ASSIGN_OR_RETURN(
       Stmt v, conn_->db().Prepare(

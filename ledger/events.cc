@@ -20,7 +20,19 @@ absl::Status EventLog::Add(const std::string& kind, const std::string& candidate
   CAKE_ASSIGN_OR_RETURN(Stmt s,
                         conn_->db().Prepare("INSERT INTO events(created_ms, kind, candidate_id, "
                                             "job_id, message) VALUES (?,?,?,?,?)"));
-  return s.Bind(1, NowMs()).Bind(2, kind).Bind(3, candidate).Bind(4, job_id).Bind(5, message).Run();
+  CAKE_RETURN_IF_ERROR(
+      s.Bind(1, NowMs()).Bind(2, kind).Bind(3, candidate).Bind(4, job_id).Bind(5, message).Run());
+  {
+    std::lock_guard<std::mutex> l(wait_mu_);
+    last_added_ = conn_->db().LastInsertId();
+  }
+  added_.notify_all();
+  return absl::OkStatus();
+}
+
+void EventLog::WaitAfter(int64_t after_id, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> l(wait_mu_);
+  added_.wait_for(l, timeout, [&] { return last_added_ > after_id; });
 }
 
 absl::StatusOr<std::vector<Event>> EventLog::After(int64_t after_id, int limit) {

@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
   spdlog::set_pattern(getenv("INVOCATION_ID") ? "%l %v" : "%Y-%m-%dT%H:%M:%S.%e %l %v");
 
   CLI::App app{"caked: Consumer CAKE optimisation orchestrator"};
+  app.set_version_flag("--version", "caked " CAKE_VERSION);
   DaemonConfig cfg;
   std::string config_file, state_dir, listen, worker;
   int cpu_workers = -1, max_queue = -1;
@@ -267,6 +268,7 @@ int main(int argc, char** argv) {
   server->GetHealthCheckService()->SetServingStatus(false);
   // Running jobs are killed and re-queued first (seconds, whatever the GPU is doing); then calls
   // in flight get 2 s to finish. The whole stop stays far inside the unit's TimeoutStopSec.
+  service.BeginShutdown();  // open watches end within 250 ms
   orch.Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   spdlog::info("caked stopped");

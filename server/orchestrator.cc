@@ -19,6 +19,7 @@
 #include "contract_checks.h"
 #include "eligibility.h"
 #include "gpuqueue/sandbox.h"
+#include "hypothesis_checks.h"
 #include "job_requests.h"
 #include "request_limits.h"
 #include "spdlog/spdlog.h"
@@ -507,6 +508,16 @@ absl::StatusOr<service::ProposeReply> Orchestrator::Propose(const service::Propo
     return absl::InvalidArgumentError(
         "schedule.textproto:1:1: the schedule declares no kernel; an empty schedule is not a "
         "candidate");
+  // An agent's proposal states its hypothesis, and its parent is a candidate of this contract
+  // (checked after the schedule parses, before its analysis costs anything).
+  if (role == Role::kAgent) {
+    CAKE_RETURN_IF_ERROR(CheckHypothesis(req.hypothesis()));
+    auto parent = ledger_->candidates().Get(req.hypothesis().parent());
+    if (!parent.ok() || parent->contract_id() != req.contract_id())
+      return absl::InvalidArgumentError(
+          absl::StrCat("hypothesis.parent '", req.hypothesis().parent(),
+                       "' is not a candidate of contract ", req.contract_id()));
+  }
   // A schedule whose kernel lowers for another workload is refused before it costs a job.
   if (auto target = compiler::TargetByName(c.compile_target()); target.ok()) {
     const auto analysis = compiler::Analyze(*parsed, **target);
@@ -647,6 +658,7 @@ absl::StatusOr<service::RegressReply> Orchestrator::Regress(const std::string& c
 
 absl::StatusOr<service::StatusReply> Orchestrator::Status() {
   service::StatusReply s;
+  s.set_version(CAKE_VERSION);
   s.set_boot_id(boot_id_);
   s.set_containment(containment_ ? containment_->Describe() : "not started");
   s.set_worker_sandbox(sandbox_note_);
@@ -694,6 +706,16 @@ absl::StatusOr<std::vector<ledger::Event>> Orchestrator::Events(int64_t after, i
     return absl::InvalidArgumentError(
         absl::StrCat("limit ", limit, " is out of range (0-", kMaxEventsPerPage, ")"));
   return ledger_->events().After(after, limit > 0 ? limit : 100);
+}
+
+void Orchestrator::WaitForEvent(int64_t after, std::chrono::milliseconds timeout) {
+  ledger_->events().WaitAfter(after, timeout);
+}
+
+absl::StatusOr<bool> Orchestrator::Idle() {
+  CAKE_ASSIGN_OR_RETURN(int64_t queued, ledger_->jobs().Count(ledger::JobState::kQueued));
+  CAKE_ASSIGN_OR_RETURN(int64_t running, ledger_->jobs().Count(ledger::JobState::kRunning));
+  return queued == 0 && running == 0;
 }
 
 }  // namespace cake::server

@@ -84,6 +84,10 @@ class Orchestrator : private gpuqueue::LaneWork {
   absl::StatusOr<service::RegressReply> Regress(const std::string& contract_id);
   absl::StatusOr<service::StatusReply> Status();
   absl::StatusOr<std::vector<ledger::Event>> Events(int64_t after, int limit);
+  // Returns once an event after `after` may exist, or after `timeout`.
+  void WaitForEvent(int64_t after, std::chrono::milliseconds timeout);
+  // No job is queued or running.
+  absl::StatusOr<bool> Idle();
 
   bool has_execution_device() const { return execution_device_; }
 

@@ -116,6 +116,21 @@ grpc::Status CakeServiceImpl::Regress(grpc::ServerContext* ctx, const service::R
   return grpc::Status::OK;
 }
 
+namespace {
+
+service::Event EventProto(const ledger::Event& e) {
+  service::Event out;
+  out.set_id(e.id);
+  out.set_created_unix_ms(e.created_ms);
+  out.set_kind(e.kind);
+  out.set_candidate_id(e.candidate_id);
+  out.set_job_id(e.job_id);
+  out.set_message(e.message);
+  return out;
+}
+
+}  // namespace
+
 grpc::Status CakeServiceImpl::ListEvents(grpc::ServerContext* ctx,
                                          const service::ListEventsRequest* req,
                                          service::ListEventsReply* reply) {
@@ -123,16 +138,47 @@ grpc::Status CakeServiceImpl::ListEvents(grpc::ServerContext* ctx,
   (void)role;
   auto r = orch_->Events(req->after_id(), req->limit());
   if (!r.ok()) return ToGrpc(r.status());
-  for (const ledger::Event& e : *r) {
-    service::Event* out = reply->add_events();
-    out->set_id(e.id);
-    out->set_created_unix_ms(e.created_ms);
-    out->set_kind(e.kind);
-    out->set_candidate_id(e.candidate_id);
-    out->set_job_id(e.job_id);
-    out->set_message(e.message);
-  }
+  for (const ledger::Event& e : *r) *reply->add_events() = EventProto(e);
   return grpc::Status::OK;
+}
+
+grpc::Status CakeServiceImpl::Watch(grpc::ServerContext* ctx, const service::WatchRequest* req,
+                                    grpc::ServerWriter<service::Event>* writer) {
+  CAKE_AUTHORIZE(role, Role::kOperator, Role::kAgent, Role::kCi);
+  (void)role;
+  // Each watch holds a server thread: their number is bounded.
+  if (watches_.fetch_add(1) >= kMaxWatches) {
+    watches_.fetch_sub(1);
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        absl::StrCat("at most ", kMaxWatches, " watches at a time"));
+  }
+  struct Release {
+    std::atomic<int>* n;
+    ~Release() { n->fetch_sub(1); }
+  } release{&watches_};
+  int64_t after = req->after_id();
+  while (!ctx->IsCancelled() && !stopping_) {
+    auto events = orch_->Events(after, 200);
+    if (!events.ok()) return ToGrpc(events.status());
+    for (const ledger::Event& e : *events) {
+      if (!writer->Write(EventProto(e))) return grpc::Status::CANCELLED;
+      after = e.id;
+    }
+    if (!events->empty()) continue;
+    if (req->until_idle()) {
+      auto idle = orch_->Idle();
+      if (!idle.ok()) return ToGrpc(idle.status());
+      // Idle, and nothing recorded since the read above: every event so far was sent.
+      if (*idle) {
+        auto more = orch_->Events(after, 1);
+        if (more.ok() && more->empty()) return grpc::Status::OK;
+        continue;
+      }
+    }
+    orch_->WaitForEvent(after, std::chrono::milliseconds(250));
+  }
+  return ctx->IsCancelled() ? grpc::Status::CANCELLED
+                            : grpc::Status(grpc::StatusCode::UNAVAILABLE, "caked is stopping");
 }
 
 }  // namespace cake::server

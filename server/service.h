@@ -1,6 +1,9 @@
 // The gRPC face of the orchestrator: authenticates each call (bearer token -> role), checks the
-// role, translates absl status codes to gRPC ones, and forwards. Holds no state of its own.
+// role, translates absl status codes to gRPC ones, and forwards. Holds no state of its own but
+// the count of open watches.
 #pragma once
+
+#include <atomic>
 
 #include "auth.h"
 #include "cake/service.grpc.pb.h"
@@ -30,12 +33,20 @@ class CakeServiceImpl final : public service::CakeService::Service {
                        service::RegressReply*) override;
   grpc::Status ListEvents(grpc::ServerContext*, const service::ListEventsRequest*,
                           service::ListEventsReply*) override;
+  grpc::Status Watch(grpc::ServerContext*, const service::WatchRequest*,
+                     grpc::ServerWriter<service::Event>*) override;
+
+  // Open watches end (UNAVAILABLE) within a poll interval: call before Server::Shutdown.
+  void BeginShutdown() { stopping_ = true; }
+  static constexpr int kMaxWatches = 16;
 
  private:
   // The caller's role if it is one of `allowed`; PERMISSION_DENIED / UNAUTHENTICATED otherwise.
   absl::StatusOr<Role> Authorize(grpc::ServerContext* ctx, std::initializer_list<Role> allowed);
   Orchestrator* orch_;
   const TokenTable* tokens_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> watches_{0};
 };
 
 grpc::Status ToGrpc(const absl::Status& s);

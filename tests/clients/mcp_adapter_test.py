@@ -97,13 +97,24 @@ class McpAdapterTest(unittest.TestCase):
         bad = Schedule.gemm().with_tile(256, 256, 64).pipeline(stages=4)
 
         async def body(sess):
-            r = await sess.call_tool("propose", {"contract_id": self.contract,
-                                                 "schedule_text": bad.text()})
-            return (await sess.call_tool("analyze", {"candidate_id":
-                                                     r.structured_content["candidate_id"],
-                                                     "wait_s": 300})).structured_content
+            vague = await sess.call_tool("propose", {
+                "contract_id": self.contract, "schedule_text": bad.text(),
+                "hypothesis": {"parent": self.baseline, "changed_decisions": ["tile"],
+                               "expected_effect": "make it faster",
+                               "falsification": "it is not faster"}})
+            r = await sess.call_tool("propose", {
+                "contract_id": self.contract, "schedule_text": bad.text(),
+                "hypothesis": {"parent": self.baseline, "changed_decisions": ["tile", "stages"],
+                               "expected_effect": "a 256x256 tile halves global loads per flop",
+                               "falsification": "the paired run is not FASTER on the 8k rows"}})
+            self.assertFalse(r.is_error, r.content)
+            return vague, (await sess.call_tool("analyze", {
+                "candidate_id": r.structured_content["candidate_id"],
+                "wait_s": 300})).structured_content
 
-        a = self.session(body)
+        vague, a = self.session(body)
+        self.assertTrue(vague.is_error)
+        self.assertIn("INVALID_ARGUMENT: hypothesis.expected_effect", vague.content[0].text)
         self.assertEqual(a["state"], "REJECTED")
         diag = {d["id"]: d for d in a["diagnostics"]}
         self.assertIn("DIAG_SHARED_BUDGET_EXCEEDED", diag)

@@ -132,7 +132,21 @@ class PythonClientTest(unittest.TestCase):
         self.assertIn("needs operator", e.exception.message)
         # An agent reads the contract without its held-out rows, and proposes.
         self.assertTrue(agent.contract(self.contract).contract.rows)
-        r = agent.propose(self.contract, Schedule.gemm().with_padding(16))
+        # An agent's proposal states a specific hypothesis; a vague one is refused by name.
+        s = Schedule.gemm().with_padding(16)
+        with self.assertRaises(CakeError) as e:
+            agent.propose(self.contract, s, hypothesis=Hypothesis(
+                parent=self.baseline, changed_decisions=["padding"],
+                expected_effect="optimise memory", falsification="it is not faster"))
+        self.assertEqual(e.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("hypothesis.expected_effect", e.exception.message)
+        with self.assertRaises(CakeError) as e:
+            agent.propose(self.contract, s)
+        self.assertIn("hypothesis.parent", e.exception.message)
+        r = agent.propose(self.contract, s, hypothesis=Hypothesis(
+            parent=self.baseline, changed_decisions=list(s.changed),
+            expected_effect="16-element padding removes ldmatrix bank conflicts, 3% lower latency",
+            falsification="the paired run is not FASTER beyond the practical floor"))
         self.assertTrue(r.candidate_id)
         agent.close()
         with self.assertRaises(CakeError) as e:

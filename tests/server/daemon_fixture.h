@@ -166,4 +166,19 @@ inline std::string CreateContract(Daemon& d) {
   return reply.contract_id();
 }
 
+// A specific hypothesis, as an agent must state; its parent is the contract's baseline (the
+// oldest candidate).
+inline evidence::Hypothesis AgentHypothesis(Daemon& d, const std::string& contract) {
+  evidence::Hypothesis h;
+  service::ListCandidatesRequest lr;
+  lr.set_contract_id(contract);
+  service::ListCandidatesReply page;
+  if (d.stub()->ListCandidates(d.Ctx().get(), lr, &page).ok() && page.candidates_size() > 0)
+    h.set_parent(page.candidates(page.candidates_size() - 1).id());
+  h.add_changed_decisions("tile");
+  h.set_expected_effect("a different tile shape changes latency by 5%");
+  h.set_falsification("the paired run is not FASTER on any row");
+  return h;
+}
+
 }  // namespace cake::testing

@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "absl/strings/str_split.h"
 #include "base/subprocess.h"
 #include "compiler/canonical.h"
 #include "daemon_fixture.h"
@@ -39,6 +40,7 @@ grpc::Status Propose(Daemon& d, const std::string& contract, const std::string& 
   req.set_contract_id(contract);
   req.set_schedule_text(text);
   req.set_idempotency_key(key);
+  if (role == "agent") *req.mutable_hypothesis() = testing::AgentHypothesis(d, contract);
   return d.stub()->Propose(d.Ctx(role).get(), req, reply);
 }
 
@@ -437,6 +439,72 @@ TEST_F(DaemonTest, GroupMembersUseCakectlWithoutFlagsButNotOperatorVerbs) {
   // Someone outside the group reads no token and is told which file a member would read.
   EXPECT_EQ(as("", {"status"}), 4) << out;
   EXPECT_NE(out.find((state_ / "tokens" / "ci").string()), std::string::npos) << out;
+}
+
+// Watch is one server stream: cakectl prints the events as they come and, with --until-idle,
+// ends when the daemon says every event was sent and no job waits; the number of open watches is
+// bounded; a stopping daemon ends them.
+TEST_F(DaemonTest, WatchStreamsEventsEndsWhenIdleIsBoundedAndEndsOnStop) {
+  Daemon d(state_);
+  ASSERT_TRUE(d.Start()) << d.Log();
+  const std::map<std::string, std::string> env = {
+      {"CAKE_ADDR", d.Address()}, {"CAKE_TOKEN_FILE", (state_ / "tokens" / "operator").string()}};
+  std::string out;
+  EXPECT_EQ(Cakectl({"--version"}, env, &out), 0);
+  EXPECT_NE(out.find("cakectl " CAKE_VERSION), std::string::npos) << out;
+  service::StatusReply st;
+  ASSERT_TRUE(d.stub()->Status(d.Ctx().get(), {}, &st).ok());
+  EXPECT_EQ(st.version(), CAKE_VERSION);
+  CreateContract(d);  // its baseline's compile job runs (no GPU: it stops at Compiled)
+  EXPECT_EQ(Cakectl({"watch", "--until-idle", "--timeout", "120"}, env, &out), 0) << out;
+  int lines = 0;
+  std::set<std::string> kinds;
+  for (absl::string_view line : absl::StrSplit(out, '\n', absl::SkipEmpty())) {
+    ++lines;
+    const size_t k = line.find("\"kind\":\"");
+    if (k != std::string::npos)
+      kinds.insert(std::string(line.substr(k + 8, line.find('"', k + 8) - k - 8)));
+  }
+  EXPECT_GE(lines, 3) << out;
+  EXPECT_TRUE(kinds.count("proposed")) << out;
+  EXPECT_TRUE(kinds.count("state")) << out;
+  // After the last event: nothing more, and the stream still ends (idle).
+  EXPECT_EQ(Cakectl({"watch", "--until-idle", "--after", "100000", "--timeout", "30"}, env, &out),
+            0)
+      << out;
+  EXPECT_TRUE(out.empty()) << out;
+
+  // Open watches are bounded: the 17th is RESOURCE_EXHAUSTED.
+  std::vector<std::unique_ptr<grpc::ClientContext>> ctxs;
+  std::vector<std::unique_ptr<grpc::ClientReader<service::Event>>> readers;
+  for (int i = 0; i < 16; ++i) {
+    ctxs.push_back(d.Ctx());
+    service::WatchRequest req;
+    req.set_after_id(100000);
+    readers.push_back(d.stub()->Watch(ctxs.back().get(), req));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  {
+    auto ctx = d.Ctx();
+    service::WatchRequest req;
+    auto extra = d.stub()->Watch(ctx.get(), req);
+    service::Event e;
+    while (extra->Read(&e)) {
+    }
+    const grpc::Status s = extra->Finish();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+    EXPECT_NE(s.error_message().find("at most 16"), std::string::npos);
+  }
+  // A stopping daemon ends them all, promptly.
+  const auto t0 = std::chrono::steady_clock::now();
+  d.Stop();
+  for (auto& r : readers) {
+    service::Event e;
+    while (r->Read(&e)) {
+    }
+    EXPECT_FALSE(r->Finish().ok());
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
 }
 
 }  // namespace

@@ -35,6 +35,7 @@ std::string ScheduleText(int variant, const std::string& name = "") {
   return text;
 }
 
+using testing::AgentHypothesis;
 using testing::BundledContract;
 using testing::CreateContract;
 
@@ -45,7 +46,7 @@ grpc::Status Propose(Daemon& d, const std::string& contract, const std::string& 
   req.set_contract_id(contract);
   req.set_schedule_text(text);
   req.set_idempotency_key(key);
-  if (h) *req.mutable_hypothesis() = *h;
+  *req.mutable_hypothesis() = h ? *h : AgentHypothesis(d, contract);
   return d.stub()->Propose(d.Ctx("agent").get(), req, reply);
 }
 
@@ -124,8 +125,11 @@ TEST_F(HostileInputTest, OversizedFieldsAreRefusedNamingTheFieldAndListsStayBoun
   EXPECT_EQ(s.error_message(),
             "ProposeRequest.hypothesis.changed_decisions has 33 entries (limit 32)");
   // Within the limits, five proposals; the list pages through them as summaries.
-  evidence::Hypothesis ok;
-  ok.set_expected_effect(std::string(2048, 'e'));
+  evidence::Hypothesis ok = AgentHypothesis(d, contract);
+  std::string effect;
+  while (effect.size() < 2048) effect += "latency drops ";
+  effect.resize(2048);
+  ok.set_expected_effect(effect);
   std::set<std::string> proposed;
   for (int i = 0; i < 5; ++i) {
     ASSERT_TRUE(Propose(d, contract, ScheduleText(i, absl::StrCat("v", i)), &r, "", &ok).ok());
