@@ -1,13 +1,15 @@
 // caked: the Consumer CAKE optimisation orchestrator daemon.
 //   caked --state-dir DIR --listen unix:PATH|host:port [--config FILE]
-// Logs to stderr (journald-friendly). With systemd (Type=notify) it reports READY=1 once the
-// ledger is open and the server listens, STATUS= with the queue depth, and WATCHDOG=1.
+// Logs to stderr, or to the journal with priorities when stderr is the journal's stream. With
+// systemd (Type=notify) it reports READY=1 once the ledger is open and the server listens,
+// STATUS= with the queue depth, and WATCHDOG=1.
 #include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -25,6 +27,7 @@
 #include "orchestrator.h"
 #include "service.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
+#include "spdlog/sinks/systemd_sink.h"
 #include "spdlog/spdlog.h"
 
 namespace fs = std::filesystem;
@@ -56,12 +59,31 @@ std::string SelfDir() {
   return ec ? "." : p.parent_path().string();
 }
 
+// $JOURNAL_STREAM names the journal's stream as "device:inode"; it is inherited, so it counts
+// only while stderr is still that stream (not a file a parent redirected it to).
+bool StderrIsTheJournal() {
+  const char* js = getenv("JOURNAL_STREAM");
+  struct stat st;
+  if (js == nullptr || fstat(2, &st) != 0) return false;
+  unsigned long long dev = 0, ino = 0;
+  if (std::sscanf(js, "%llu:%llu", &dev, &ino) != 2) return false;
+  return dev == static_cast<unsigned long long>(st.st_dev) &&
+         ino == static_cast<unsigned long long>(st.st_ino);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  auto logger = spdlog::stderr_color_mt("caked");
+  // Under systemd with stderr on the journal, records go to the journal with
+  // their priority (journalctl -p warning shows warnings and worse); elsewhere to stderr.
+  std::shared_ptr<spdlog::logger> logger;
+  if (StderrIsTheJournal()) {
+    logger = spdlog::systemd_logger_mt("caked", "caked");
+  } else {
+    logger = spdlog::stderr_color_mt("caked");
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %l %v");
+  }
   spdlog::set_default_logger(logger);
-  spdlog::set_pattern(getenv("INVOCATION_ID") ? "%l %v" : "%Y-%m-%dT%H:%M:%S.%e %l %v");
 
   CLI::App app{"caked: Consumer CAKE optimisation orchestrator"};
   app.set_version_flag("--version", "caked " CAKE_VERSION);
@@ -70,6 +92,7 @@ int main(int argc, char** argv) {
   int cpu_workers = -1, max_queue = -1;
   int64_t compile_timeout_ms = -1, gpu_timeout_ms = -1, max_message_bytes = -1;
   bool no_gpu = false;
+  std::string log_level;
   app.add_option("--config", config_file, "Config file (key = value; see deploy/caked.conf)");
   app.add_option("--state-dir", state_dir, "State directory (ledger, artifacts, tokens)");
   app.add_option("--listen", listen, "unix:PATH or host:port (default unix:STATE_DIR/caked.sock)");
@@ -80,6 +103,8 @@ int main(int argc, char** argv) {
   app.add_option("--gpu-timeout-ms", gpu_timeout_ms, "Per GPU job (default 600000)");
   app.add_option("--max-message-bytes", max_message_bytes, "gRPC receive limit (default 4 MiB)");
   app.add_flag("--no-gpu", no_gpu, "Never use a GPU (candidates stop at Compiled)");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error or critical (info)")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical"}));
   CLI11_PARSE(app, argc, argv);
 
   if (!config_file.empty()) {
@@ -98,6 +123,8 @@ int main(int argc, char** argv) {
   if (gpu_timeout_ms >= 0) cfg.gpu_timeout_ms = gpu_timeout_ms;
   if (max_message_bytes >= 0) cfg.max_message_bytes = max_message_bytes;
   if (no_gpu) cfg.use_gpu = false;
+  if (!log_level.empty()) cfg.log_level = log_level;
+  spdlog::set_level(spdlog::level::from_str(cfg.log_level));
   if (cfg.listen.empty()) cfg.listen = "unix:" + (fs::path(cfg.state_dir) / "caked.sock").string();
   if (cfg.worker_path.empty()) cfg.worker_path = (fs::path(SelfDir()) / "cake-worker").string();
   if (cfg.cpu_workers < 1) cfg.cpu_workers = 1;

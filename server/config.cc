@@ -49,7 +49,13 @@ absl::Status ApplyConfigFile(const std::string& path, DaemonConfig* c) {
       s = as_int(&c->gpu_timeout_ms);
     else if (key == "worker_user")
       c->worker_user = value;
-    else if (key == "job_containment") {
+    else if (key == "log_level") {
+      if (value != "trace" && value != "debug" && value != "info" && value != "warn" &&
+          value != "error" && value != "critical")
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, ":", n, ": log_level is trace, debug, info, warn, error or critical"));
+      c->log_level = value;
+    } else if (key == "job_containment") {
       if (value != "auto" && value != "process_group")
         return absl::InvalidArgumentError(
             absl::StrCat(path, ":", n, ": job_containment is auto or process_group"));

@@ -24,6 +24,7 @@ struct DaemonConfig {
   int64_t job_memory_max_bytes = int64_t{16} << 30;  // memory.max per job, where delegated
   int64_t job_pids_max = 512;                        // pids.max per job (or RLIMIT_NPROC headroom)
   int64_t compile_address_space_bytes = int64_t{8} << 30;  // RLIMIT_AS of compile workers
+  std::string log_level = "info";      // trace | debug | info | warn | error | critical
   std::string worker_user = "nobody";  // a root caked's workers run as this user ("" = root)
 };
 

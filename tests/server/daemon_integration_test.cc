@@ -507,5 +507,32 @@ TEST_F(DaemonTest, WatchStreamsEventsEndsWhenIdleIsBoundedAndEndsOnStop) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
 }
 
+// The shipped configuration parses as it is; log_level filters what caked logs; a bad level is
+// refused naming the line.
+TEST_F(DaemonTest, ShippedConfigParsesAndLogLevelFilters) {
+  const fs::path shipped = fs::path(CAKE_SOURCE_DIR_FOR_TESTS) / "deploy" / "caked.conf";
+  {
+    Daemon d(state_);
+    ASSERT_TRUE(d.Start({"--config", shipped.string()})) << d.Log();
+    EXPECT_NE(d.Log().find("info caked listening"), std::string::npos) << d.Log();
+    d.Stop();
+  }
+  const fs::path quiet = state_ / "quiet.conf";
+  std::ofstream(quiet) << "log_level = warn\n";
+  {
+    fs::remove(state_ / "caked.log");
+    Daemon d(state_);
+    ASSERT_TRUE(d.Start({"--config", quiet.string()})) << d.Log();
+    EXPECT_EQ(d.Log().find(" info "), std::string::npos) << d.Log();
+    d.Stop();
+  }
+  const fs::path bad = state_ / "bad.conf";
+  std::ofstream(bad) << "# a comment\nlog_level = loud\n";
+  Daemon d(state_);
+  EXPECT_FALSE(d.Start({"--config", bad.string()}));
+  EXPECT_NE(d.Log().find("bad.conf:2: log_level is trace, debug, info"), std::string::npos)
+      << d.Log();
+}
+
 }  // namespace
 }  // namespace cake
