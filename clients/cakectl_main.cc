@@ -24,6 +24,7 @@
 #include "absl/strings/strip.h"
 #include "cake/service.grpc.pb.h"
 #include "clients/report.h"
+#include "google/protobuf/struct.pb.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
@@ -328,8 +329,13 @@ int main(int argc, char** argv) {
   watch->add_option("--after", after, "Start after this event id");
   watch->add_flag("--until-idle", until_idle, "Exit once no job is queued or running");
   watch->add_option("--timeout", watch_timeout, "Give up after this many seconds (0 = never)");
-  auto* regress = app.add_subcommand("regress", "Re-validate the incumbent; exit 3 on regression");
+  auto* regress = app.add_subcommand(
+      "regress",
+      "Re-validate the incumbent; exit 3 on a regression, 1 if the job failed or timed out");
   regress->add_option("--contract", contract_id, "Contract id")->required();
+  int regress_timeout = 1800;
+  regress->add_option("--timeout", regress_timeout,
+                      "Seconds to wait for the job's end (exit 1 after). Default: 1800");
   auto* report = app.add_subcommand(
       "report", "Write the contract's row tables, candidate history and roofline as HTML");
   std::string report_out;
@@ -581,29 +587,41 @@ int main(int argc, char** argv) {
     if (!s.ok()) return ExitFor(s);
     std::cerr << "regression validation of " << r.incumbent() << " queued as job " << r.job_id()
               << "\n";
-    for (int64_t seen = 0;;) {
-      svc::ListEventsRequest er;
-      er.set_after_id(seen);
-      er.set_limit(500);
-      svc::ListEventsReply events;
-      auto ectx = client.Ctx();
-      grpc::Status es = client->ListEvents(ectx.get(), er, &events);
-      if (!es.ok()) return ExitFor(es);
-      for (const auto& e : events.events()) {
-        seen = e.id();
-        if (e.job_id() != r.job_id()) continue;
-        if (e.kind() == "regress_ok") {
-          std::cout << "no regression: " << e.message() << "\n";
-          return kOk;
-        }
-        if (e.kind() == "regress_failed" || e.kind() == "job_failed") {
-          std::cout << "REGRESSION: " << e.message() << "\n";
-          return kRegression;
-        }
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // The job's end, from the event stream: regress_ok (0), regress_failed (a regression: 3),
+    // job_failed (the job itself failed: 1), or no end within --timeout (1).
+    svc::WatchRequest wr;
+    auto wctx = client.Ctx();
+    wctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(regress_timeout));
+    auto reader = client->Watch(wctx.get(), wr);
+    std::string result = "timeout", message;
+    svc::Event e;
+    while (result == "timeout" && reader->Read(&e)) {
+      if (e.job_id() != r.job_id()) continue;
+      if (e.kind() == "regress_ok") result = "ok";
+      if (e.kind() == "regress_failed") result = "regression";
+      if (e.kind() == "job_failed") result = "job_failed";
+      message = e.message();
     }
+    wctx->TryCancel();
+    if (result == "timeout")
+      message = absl::StrCat("job ", r.job_id(), " did not end within ", regress_timeout, " s");
+    if (table) {
+      std::cout << (result == "ok"           ? "no regression: "
+                    : result == "regression" ? "REGRESSION: "
+                                             : "regression job did not complete: ")
+                << message << "\n";
+    } else {
+      google::protobuf::Struct out;
+      auto& f = *out.mutable_fields();
+      f["incumbent"].set_string_value(r.incumbent());
+      f["job_id"].set_number_value(static_cast<double>(r.job_id()));
+      f["result"].set_string_value(result);  // ok | regression | job_failed | timeout
+      f["message"].set_string_value(message);
+      std::cout << Json(out, false) << "\n";
+    }
+    return result == "ok" ? kOk : result == "regression" ? kRegression : kFail;
   }
+
   if (agent->parsed()) {
     // Proposes through the public API, exactly as an external agent would: the points of the
     // schedule space of the contract's workload.

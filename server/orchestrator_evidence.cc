@@ -156,8 +156,9 @@ absl::Status Orchestrator::OnMeasured(const ledger::Job& job, const worker::Repl
 absl::Status Orchestrator::OnRegressed(const ledger::Job& job, const worker::Reply& reply) {
   return ledger_->Atomically([&]() -> absl::Status {
     const bool passed = reply.validation().passed();
-    CAKE_RETURN_IF_ERROR(ledger_->jobs().Finish(
-        job.id, passed, passed ? "" : "regression: " + reply.validation().failure()));
+    // The job did its work either way: a regression is its finding (regress_failed), not a
+    // failed job (job_failed is for a worker that died or hung).
+    CAKE_RETURN_IF_ERROR(ledger_->jobs().Finish(job.id, true, ""));
     CAKE_RETURN_IF_ERROR(
         ledger_->evidence().PutValidation(job.candidate_id, job.id, reply.validation()));
     return ledger_->events().Add(
