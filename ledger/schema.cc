@@ -5,8 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "base/digest.h"
 #include "base/status_macros.h"
-#include "google/protobuf/unknown_field_set.h"
 #include "connection.h"
+#include "google/protobuf/unknown_field_set.h"
 #include "sqlite.h"
 
 namespace cake::ledger {

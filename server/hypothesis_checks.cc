@@ -15,23 +15,25 @@ namespace {
 // nothing a measurement could refute.
 const std::set<std::string>& VagueWords() {
   static const auto* words = new std::set<std::string>{
-      "a",        "an",          "the",      "it",       "this",      "that",     "to",
-      "of",       "and",         "or",       "for",      "in",        "on",       "be",
-      "is",       "will",        "should",   "would",    "could",     "may",      "might",
-      "make",     "makes",       "making",   "more",     "less",      "better",   "faster",
-      "slower",   "good",        "improve",  "improves", "improved",  "improvement",
-      "optimise", "optimize",    "optimised", "optimized", "optimising", "optimizing",
-      "optimisation", "optimization", "performance", "speed", "speedup", "efficient",
-      "efficiency", "memory",    "compute",  "things",   "stuff",     "kernel",   "code",
-      "somehow",  "maybe",       "probably", "try",      "tweak",     "tune",     "tuning",
-      "if",       "not",         "no",       "works",    "work",      "fails",    "fail"};
+      "a",           "an",        "the",        "it",          "this",         "that",
+      "to",          "of",        "and",        "or",          "for",          "in",
+      "on",          "be",        "is",         "will",        "should",       "would",
+      "could",       "may",       "might",      "make",        "makes",        "making",
+      "more",        "less",      "better",     "faster",      "slower",       "good",
+      "improve",     "improves",  "improved",   "improvement", "optimise",     "optimize",
+      "optimised",   "optimized", "optimising", "optimizing",  "optimisation", "optimization",
+      "performance", "speed",     "speedup",    "efficient",   "efficiency",   "memory",
+      "compute",     "things",    "stuff",      "kernel",      "code",         "somehow",
+      "maybe",       "probably",  "try",        "tweak",       "tune",         "tuning",
+      "if",          "not",       "no",         "works",       "work",         "fails",
+      "fail"};
   return *words;
 }
 
 std::vector<std::string> Words(const std::string& text) {
   std::vector<std::string> out;
-  for (absl::string_view w : absl::StrSplit(text, absl::ByAnyChar(" \t\n,.;:!?()"),
-                                            absl::SkipEmpty()))
+  for (absl::string_view w :
+       absl::StrSplit(text, absl::ByAnyChar(" \t\n,.;:!?()"), absl::SkipEmpty()))
     out.push_back(absl::AsciiStrToLower(w));
   return out;
 }
