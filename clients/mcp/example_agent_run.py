@@ -1,8 +1,8 @@
-"""A worked agent session through the MCP adapter, printed as a transcript (docs/agents.md):
+"""A worked agent run through the MCP adapter, printed as a transcript (docs/agents.md):
 status -> inspect the contract -> propose an illegal schedule -> read its diagnostics -> repair
 as they say -> propose again -> analyze -> compile -> validate (-> measure, on a GPU machine).
 
-    CAKE_STATE_DIR=... .venv/bin/python clients/mcp/example_session.py CONTRACT_ID BASELINE_ID
+    CAKE_STATE_DIR=... .venv/bin/python clients/mcp/example_agent_run.py CONTRACT_ID BASELINE_ID
 """
 import json
 import os
@@ -30,7 +30,7 @@ def show(verb, args, result, keep=None):
     return out
 
 
-async def session(contract, baseline):
+async def agent_run(contract, baseline):
     params = StdioServerParameters(command=sys.executable, args=[ADAPTER], env=dict(os.environ))
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as s:
@@ -88,4 +88,4 @@ async def session(contract, baseline):
 
 
 if __name__ == "__main__":
-    anyio.run(session, sys.argv[1], sys.argv[2])
+    anyio.run(agent_run, sys.argv[1], sys.argv[2])
