@@ -112,14 +112,20 @@ void Lanes::CpuLane() {
   }
 }
 
+size_t Lanes::ForeignCount(size_t d) {
+  if (!foreign_) return 0;
+  auto n = foreign_->Count(devices_[d]);
+  return n.ok() ? *n : 0;  // a count that cannot be read does not hold the device back
+}
+
 bool Lanes::WaitForForeign(size_t d) {
   bool told = false;
   while (!stopping_) {
-    auto n = foreign_ ? foreign_->Count(devices_[d]) : absl::UnavailableError("no count");
-    if (!n.ok() || *n == 0) return true;
-    if (!told) work_->OnForeignWait(devices_[d], *n);
+    const size_t n = ForeignCount(d);
+    if (n == 0) return true;
+    if (!told) work_->OnForeignWait(devices_[d], n);
     told = true;
-    SetState(d, absl::StrCat("waiting for ", *n, " foreign process(es)"));
+    SetState(d, absl::StrCat("waiting for ", n, " foreign process(es)"));
     Pause(options_.foreign_poll);
   }
   return false;
@@ -145,8 +151,7 @@ void Lanes::DeviceLane(size_t d) {
     if (job == 0) continue;
     // A device others compute on takes no job: the job goes back for another lane while this
     // one waits.
-    if (auto n = foreign_ ? foreign_->Count(device) : absl::UnavailableError("no count");
-        n.ok() && *n > 0) {
+    if (ForeignCount(d) > 0) {
       Release(job);
       if (!WaitForForeign(d)) return;
       SetState(d, "idle");

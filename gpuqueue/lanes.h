@@ -90,6 +90,8 @@ class Lanes {
   int64_t Claim(bool gpu);
   void Release(int64_t job);
   void SetState(size_t device, std::string state);
+  // Foreign compute processes on device `d` now; 0 when they cannot be counted.
+  size_t ForeignCount(size_t d);
   // Waits while the device has foreign processes; false when stopping.
   bool WaitForForeign(size_t device);
   void Pause(std::chrono::milliseconds d);

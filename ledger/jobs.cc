@@ -169,13 +169,12 @@ absl::StatusOr<int64_t> JobQueue::Enqueue(const std::string& candidate, JobKind 
   return id;
 }
 
-absl::StatusOr<std::vector<Job>> JobQueue::Queued() {
+absl::StatusOr<std::vector<JobQueue::QueuedJob>> JobQueue::Queued() {
   auto lock = conn_->Lock();
   CAKE_ASSIGN_OR_RETURN(
-      Stmt s, conn_->db().Prepare(absl::StrCat("SELECT ", kJobColumns,
-                                               " FROM jobs WHERE state = 'QUEUED' ORDER BY id")));
-  std::vector<Job> out;
-  while (s.Step()) out.push_back(ReadJob(s));
+      Stmt s, conn_->db().Prepare("SELECT id, kind FROM jobs WHERE state = 'QUEUED' ORDER BY id"));
+  std::vector<QueuedJob> out;
+  while (s.Step()) out.push_back({s.Int(0), ParseJobKind(s.Text(1))});
   CAKE_RETURN_IF_ERROR(s.status());
   return out;
 }

@@ -55,7 +55,12 @@ class JobQueue {
 
   absl::StatusOr<int64_t> Enqueue(const std::string& candidate, JobKind kind,
                                   const std::string& request);
-  absl::StatusOr<std::vector<Job>> Queued();  // oldest first
+  // The queue as lanes poll it, oldest first: ids and kinds only (Get() reads a job whole).
+  struct QueuedJob {
+    int64_t id = 0;
+    JobKind kind = JobKind::kUnknown;
+  };
+  absl::StatusOr<std::vector<QueuedJob>> Queued();
   absl::StatusOr<int64_t> Count(JobState state);
   absl::StatusOr<Job> Get(int64_t id);
   // QUEUED -> RUNNING under this boot; FailedPrecondition when it is not queued (taken).

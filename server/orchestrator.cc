@@ -8,7 +8,6 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "base/status_macros.h"
 #include "candidate_view.h"
@@ -183,7 +182,7 @@ std::vector<int64_t> Orchestrator::Queued(bool gpu) {
     return ids;
   }
   // A job of a kind this build does not know goes to a CPU lane, which fails it with the reason.
-  for (const ledger::Job& j : *queued)
+  for (const ledger::JobQueue::QueuedJob& j : *queued)
     if (RunsOnGpu(j.kind) == gpu) ids.push_back(j.id);
   return ids;
 }
