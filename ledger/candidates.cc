@@ -1,12 +1,55 @@
 #include "candidates.h"
 
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "base/digest.h"
 #include "base/status_macros.h"
 #include "connection.h"
 #include "events.h"
 #include "evidence_store.h"
 
 namespace cake::ledger {
+
+namespace {
+
+std::string Normalized(absl::string_view text) {
+  std::vector<std::string> words =
+      absl::StrSplit(absl::AsciiStrToLower(text), absl::ByAnyChar(" \t\r\n"), absl::SkipEmpty());
+  return absl::StrJoin(words, " ");
+}
+
+CandidateStore::Head ReadHead(Stmt& s) {
+  CandidateStore::Head h;
+  h.id = s.Text(0);
+  h.contract_id = s.Text(1);
+  h.branch = s.Text(2);
+  h.schedule_hash = s.Text(3);
+  h.state = static_cast<evidence::CandidateState>(s.Int(4));
+  h.status_note = s.Text(5);
+  h.seq = s.Int(6);
+  h.rejected_at = static_cast<evidence::CandidateState>(s.Int(7));
+  return h;
+}
+
+constexpr const char* kHeadColumns =
+    "SELECT id, contract_id, branch, schedule_hash, state, status_note, seq, rejected_at FROM "
+    "candidates ";
+
+}  // namespace
+
+std::string HypothesisKey(const evidence::Hypothesis& h) {
+  std::vector<std::string> decisions;
+  for (const std::string& d : h.changed_decisions())
+    if (std::string n = Normalized(d); !n.empty()) decisions.push_back(std::move(n));
+  if (h.parent().empty() || decisions.empty()) return "";
+  std::sort(decisions.begin(), decisions.end());
+  decisions.erase(std::unique(decisions.begin(), decisions.end()), decisions.end());
+  return base::Sha256Hex(absl::StrCat(h.parent(), "\n", absl::StrJoin(decisions, "\n")));
+}
 
 absl::StatusOr<CandidateStore::Inserted> CandidateStore::Insert(
     const evidence::Candidate& c, const std::string& idempotency_key) {
@@ -31,7 +74,8 @@ absl::StatusOr<CandidateStore::Inserted> CandidateStore::Insert(
         Stmt ins,
         conn_->db().Prepare(
             "INSERT INTO candidates(id, seq, contract_id, schedule_hash, schedule_text, state, "
-            "proposer, idempotency_key, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+            "proposer, idempotency_key, created_ms, branch, hypothesis_key) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
     ins.Bind(1, result.id)
         .Bind(2, n)
         .Bind(3, c.contract_id())
@@ -44,7 +88,8 @@ absl::StatusOr<CandidateStore::Inserted> CandidateStore::Insert(
     } else {
       ins.Bind(8, idempotency_key);
     }
-    CAKE_RETURN_IF_ERROR(ins.Bind(9, c.created_unix_ms()).Run());
+    ins.Bind(9, c.created_unix_ms()).Bind(10, c.branch().empty() ? "main" : c.branch());
+    CAKE_RETURN_IF_ERROR(ins.Bind(11, HypothesisKey(c.hypothesis())).Run());
     if (c.has_hypothesis()) {
       CAKE_ASSIGN_OR_RETURN(
           Stmt h, conn_->db().Prepare("INSERT INTO hypotheses(candidate_id, body) VALUES (?, ?)"));
@@ -53,7 +98,8 @@ absl::StatusOr<CandidateStore::Inserted> CandidateStore::Insert(
     }
     return events_->Add(
         "proposed", result.id, 0,
-        absl::StrCat("proposed by ", c.proposer(), " for contract ", c.contract_id()));
+        absl::StrCat("proposed by ", c.proposer(), " for contract ", c.contract_id(), " on branch ",
+                     c.branch().empty() ? "main" : c.branch()));
   });
   if (!st.ok()) return st;
   return result;
@@ -99,7 +145,7 @@ absl::StatusOr<evidence::Candidate> CandidateStore::Get(const std::string& id) {
       Stmt s,
       conn_->db().Prepare(
           "SELECT id, contract_id, schedule_hash, schedule_text, state, rejected_at, status_note, "
-          "proposer, created_ms FROM candidates WHERE id = ?"));
+          "proposer, created_ms, branch FROM candidates WHERE id = ?"));
   s.Bind(1, id);
   if (!s.Step()) {
     CAKE_RETURN_IF_ERROR(s.status());
@@ -115,6 +161,7 @@ absl::StatusOr<evidence::Candidate> CandidateStore::Get(const std::string& id) {
   c.set_status_note(s.Text(6));
   c.set_proposer(s.Text(7));
   c.set_created_unix_ms(s.Int(8));
+  c.set_branch(s.Text(9));
   CAKE_ASSIGN_OR_RETURN(Stmt h,
                         conn_->db().Prepare("SELECT body FROM hypotheses WHERE candidate_id = ?"));
   h.Bind(1, id);
@@ -165,8 +212,130 @@ absl::StatusOr<CandidateStore::StateOf> CandidateStore::State(const std::string&
                  static_cast<evidence::CandidateState>(s.Int(1))};
 }
 
+absl::StatusOr<CandidateStore::Head> CandidateStore::HeadOf(const std::string& id) {
+  auto lock = conn_->Lock();
+  CAKE_ASSIGN_OR_RETURN(Stmt s, conn_->db().Prepare(absl::StrCat(kHeadColumns, "WHERE id = ?")));
+  s.Bind(1, id);
+  if (!s.Step()) {
+    CAKE_RETURN_IF_ERROR(s.status());
+    return absl::NotFoundError(absl::StrCat("no candidate '", id, "'"));
+  }
+  return ReadHead(s);
+}
+
+absl::StatusOr<std::optional<CandidateStore::Head>> CandidateStore::LatestFailure(
+    const std::string& contract_id, const std::string& key) {
+  if (key.empty()) return std::nullopt;
+  auto lock = conn_->Lock();
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt s, conn_->db().Prepare(absl::StrCat(
+                  kHeadColumns,
+                  "WHERE contract_id = ? AND hypothesis_key = ? AND ((state = ? AND rejected_at "
+                  "!= ?) OR state = ?) ORDER BY seq DESC LIMIT 1")));
+  s.Bind(1, contract_id).Bind(2, key);
+  s.Bind(3, static_cast<int64_t>(evidence::REJECTED))
+      .Bind(4, static_cast<int64_t>(evidence::COMPILED))
+      .Bind(5, static_cast<int64_t>(evidence::MEASURED));
+  if (s.Step()) return ReadHead(s);
+  CAKE_RETURN_IF_ERROR(s.status());
+  return std::nullopt;
+}
+
+absl::StatusOr<std::vector<CandidateStore::Head>> CandidateStore::Failures(
+    const std::string& contract_id, int limit) {
+  auto lock = conn_->Lock();
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt s,
+      conn_->db().Prepare(absl::StrCat(
+          kHeadColumns, "WHERE contract_id = ? AND state IN (?, ?) ORDER BY seq DESC LIMIT ?")));
+  s.Bind(1, contract_id)
+      .Bind(2, static_cast<int64_t>(evidence::REJECTED))
+      .Bind(3, static_cast<int64_t>(evidence::MEASURED))
+      .Bind(4, static_cast<int64_t>(limit));
+  std::vector<Head> out;
+  while (s.Step()) out.push_back(ReadHead(s));
+  CAKE_RETURN_IF_ERROR(s.status());
+  return out;
+}
+
+absl::StatusOr<std::string> CandidateStore::Oldest(const std::string& contract_id) {
+  auto lock = conn_->Lock();
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt s,
+      conn_->db().Prepare("SELECT id FROM candidates WHERE contract_id = ? ORDER BY seq LIMIT 1"));
+  s.Bind(1, contract_id);
+  if (s.Step()) return s.Text(0);
+  CAKE_RETURN_IF_ERROR(s.status());
+  return std::string();
+}
+
+absl::StatusOr<evidence::Hypothesis> CandidateStore::HypothesisOf(const std::string& id) {
+  auto lock = conn_->Lock();
+  CAKE_ASSIGN_OR_RETURN(Stmt s,
+                        conn_->db().Prepare("SELECT body FROM hypotheses WHERE candidate_id = ?"));
+  s.Bind(1, id);
+  evidence::Hypothesis h;
+  if (s.Step()) {
+    if (!h.ParseFromString(s.Blob(0)))
+      return absl::DataLossError(absl::StrCat("the hypothesis of ", id, " does not parse"));
+    return h;
+  }
+  CAKE_RETURN_IF_ERROR(s.status());
+  return h;
+}
+
+absl::StatusOr<std::vector<CandidateStore::Branch>> CandidateStore::Branches(
+    const std::string& contract_id) {
+  std::vector<Branch> out;
+  {
+    auto lock = conn_->Lock();
+    CAKE_ASSIGN_OR_RETURN(
+        Stmt s, conn_->db().Prepare(
+                    "SELECT branch, COUNT(*), SUM(state = ?), "
+                    "(SELECT id FROM candidates f WHERE f.contract_id = c.contract_id AND "
+                    "f.branch = c.branch ORDER BY seq LIMIT 1), "
+                    "(SELECT id FROM candidates h WHERE h.contract_id = c.contract_id AND "
+                    "h.branch = c.branch ORDER BY seq DESC LIMIT 1) "
+                    "FROM candidates c WHERE contract_id = ? GROUP BY branch ORDER BY MIN(seq)"));
+    s.Bind(1, static_cast<int64_t>(evidence::REJECTED)).Bind(2, contract_id);
+    while (s.Step()) {
+      Branch b;
+      b.name = s.Text(0);
+      b.candidates = s.Int(1);
+      b.rejected = s.Int(2);
+      b.first = s.Text(3);
+      b.head = s.Text(4);
+      out.push_back(std::move(b));
+    }
+    CAKE_RETURN_IF_ERROR(s.status());
+    CAKE_ASSIGN_OR_RETURN(
+        Stmt h, conn_->db().Prepare("SELECT body FROM hypotheses WHERE candidate_id = ?"));
+    for (Branch& b : out) {
+      h.Reset();
+      h.Bind(1, b.first);
+      evidence::Hypothesis hyp;
+      if (h.Step()) hyp.ParseFromString(h.Blob(0));
+      CAKE_RETURN_IF_ERROR(h.status());
+      b.forked_from = hyp.parent();
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<int64_t> CandidateStore::CountOnBranch(const std::string& contract_id,
+                                                      const std::string& branch) {
+  auto lock = conn_->Lock();
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt s,
+      conn_->db().Prepare("SELECT COUNT(*) FROM candidates WHERE contract_id = ? AND branch = ?"));
+  s.Bind(1, contract_id).Bind(2, branch);
+  if (!s.Step()) return s.status();
+  return s.Int(0);
+}
+
 absl::StatusOr<CandidateStore::CandidatePage> CandidateStore::List(const std::string& contract_id,
-                                                                   int limit, int64_t before_seq) {
+                                                                   int limit, int64_t before_seq,
+                                                                   const std::string& branch) {
   std::vector<std::pair<std::string, int64_t>> ids;
   const int64_t want = limit > 0 ? limit : 1000;
   {
@@ -174,9 +343,11 @@ absl::StatusOr<CandidateStore::CandidatePage> CandidateStore::List(const std::st
     CAKE_ASSIGN_OR_RETURN(
         Stmt s,
         conn_->db().Prepare("SELECT id, seq FROM candidates WHERE (? = '' OR contract_id = ?) AND "
-                            "(? = 0 OR seq < ?) ORDER BY seq DESC LIMIT ?"));
+                            "(? = 0 OR seq < ?) AND (? = '' OR branch = ?) "
+                            "ORDER BY seq DESC LIMIT ?"));
     s.Bind(1, contract_id).Bind(2, contract_id).Bind(3, before_seq).Bind(4, before_seq);
-    s.Bind(5, want + 1);  // one more tells whether another page exists
+    s.Bind(5, branch).Bind(6, branch);
+    s.Bind(7, want + 1);  // one more tells whether another page exists
     while (s.Step()) ids.emplace_back(s.Text(0), s.Int(1));
     CAKE_RETURN_IF_ERROR(s.status());
   }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,11 @@
 #include "cake/evidence.pb.h"
 
 namespace cake::ledger {
+
+// What makes two hypotheses the same claim: the parent and the set of changed decisions, each
+// lower-cased with its whitespace collapsed (their order and wording of effect do not count).
+// "" when the hypothesis names no parent or no decision (nothing to match).
+std::string HypothesisKey(const evidence::Hypothesis& h);
 
 class Connection;
 class EventLog;
@@ -36,14 +42,45 @@ class CandidateStore {
     evidence::CandidateState rejected_at = evidence::CANDIDATE_STATE_UNSPECIFIED;
   };
   absl::StatusOr<StateOf> State(const std::string& id);
+  // What a proposal checks of another candidate, without assembling its evidence.
+  struct Head {
+    std::string id, contract_id, branch, schedule_hash, status_note;
+    evidence::CandidateState state = evidence::CANDIDATE_STATE_UNSPECIFIED;
+    evidence::CandidateState rejected_at = evidence::CANDIDATE_STATE_UNSPECIFIED;
+    int64_t seq = 0;  // order of proposal
+  };
+  absl::StatusOr<Head> HeadOf(const std::string& id);  // NOT_FOUND if none
+  // The newest candidate of the contract whose hypothesis has `key` and whose evidence refuted
+  // it: rejected by its analysis, validation or timed outputs, or measured without beating the
+  // incumbent. A failed compile does not count (a worker crash says nothing of the hypothesis).
+  // nullopt if none.
+  absl::StatusOr<std::optional<Head>> LatestFailure(const std::string& contract_id,
+                                                    const std::string& key);
+  // The contract's newest failures (rejected at any stage, or measured and not faster), newest
+  // first, at most `limit`.
+  absl::StatusOr<std::vector<Head>> Failures(const std::string& contract_id, int limit);
+  // The contract's first candidate, its baseline ("" if none).
+  absl::StatusOr<std::string> Oldest(const std::string& contract_id);
+  // The hypothesis a candidate was proposed with (empty if none).
+  absl::StatusOr<evidence::Hypothesis> HypothesisOf(const std::string& id);
+  // A contract's branches, by their first proposal.
+  struct Branch {
+    std::string name;
+    int64_t candidates = 0, rejected = 0;
+    std::string first, head;  // oldest and newest candidate
+    std::string forked_from;  // the first candidate's parent ("" for none)
+  };
+  absl::StatusOr<std::vector<Branch>> Branches(const std::string& contract_id);
+  absl::StatusOr<int64_t> CountOnBranch(const std::string& contract_id, const std::string& branch);
   // Newest first: up to `limit` candidates with seq < before_seq (0 = from the newest).
   struct CandidatePage {
     std::vector<evidence::Candidate> candidates;
     int64_t last_seq = 0;  // seq of the last one returned
     bool more = false;     // older candidates remain
   };
+  // `branch` "" lists every branch.
   absl::StatusOr<CandidatePage> List(const std::string& contract_id, int limit,
-                                     int64_t before_seq = 0);
+                                     int64_t before_seq = 0, const std::string& branch = "");
   // Ids of a contract's candidates in `state`, oldest first.
   absl::StatusOr<std::vector<std::string>> InState(const std::string& contract_id,
                                                    evidence::CandidateState state);

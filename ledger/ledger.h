@@ -63,7 +63,7 @@ class Connection;
 class Db;
 
 inline constexpr int64_t kApplicationId = 0x43414B45;  // "CAKE"
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 
 class Ledger {
  public:
@@ -89,6 +89,7 @@ class Ledger {
   absl::Status Migrate();
   absl::Status MigrateToV3();
   absl::Status MigrateToV4();
+  absl::Status MigrateToV5();
   absl::Status ProbeWrite();
 
   std::string path_;

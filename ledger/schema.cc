@@ -96,6 +96,16 @@ CREATE TABLE measure_requests (
 CREATE TABLE write_probe (id INTEGER PRIMARY KEY, at_ms INTEGER NOT NULL);
 )sql";
 
+// v5: branches (lines of hypotheses), the key that matches a repeated hypothesis, and a
+// candidate's events by candidate (Inspect).
+constexpr const char* kSchemaV5 = R"sql(
+ALTER TABLE candidates ADD COLUMN branch TEXT NOT NULL DEFAULT 'main';
+ALTER TABLE candidates ADD COLUMN hypothesis_key TEXT NOT NULL DEFAULT '';
+CREATE INDEX candidates_by_branch ON candidates(contract_id, branch, seq);
+CREATE INDEX candidates_by_hypothesis ON candidates(contract_id, hypothesis_key);
+CREATE INDEX events_by_candidate ON events(candidate_id, id);
+)sql";
+
 constexpr const char* kContractTriggers = R"sql(
 CREATE TRIGGER contracts_immutable_update BEFORE UPDATE ON contracts
   BEGIN SELECT RAISE(ABORT, 'contracts are immutable: create a new contract'); END;
@@ -199,6 +209,7 @@ absl::Status Ledger::Migrate() {
   if (version < 2) CAKE_RETURN_IF_ERROR(db().Exec(kSchemaV2));
   if (version < 3) CAKE_RETURN_IF_ERROR(MigrateToV3());
   if (version < 4) CAKE_RETURN_IF_ERROR(MigrateToV4());
+  if (version < 5) CAKE_RETURN_IF_ERROR(MigrateToV5());
   // Later versions add `if (version < N)` steps here, each in this transaction.
   CAKE_RETURN_IF_ERROR(db().Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion)));
   return tx.Commit();
@@ -354,6 +365,27 @@ absl::Status Ledger::ProbeWrite() {
 
 absl::Status Ledger::Atomically(const std::function<absl::Status()>& fn) {
   return conn_->Atomically(fn);
+}
+
+absl::Status Ledger::MigrateToV5() {
+  CAKE_RETURN_IF_ERROR(db().Exec(kSchemaV5));
+  // Every earlier candidate is on "main"; its hypothesis gets its key so a repeat is matched.
+  std::vector<std::pair<std::string, std::string>> keys;
+  {
+    CAKE_ASSIGN_OR_RETURN(Stmt s, db().Prepare("SELECT candidate_id, body FROM hypotheses"));
+    while (s.Step()) {
+      evidence::Hypothesis h;
+      if (!h.ParseFromString(s.Blob(1))) return absl::DataLossError("a hypothesis does not parse");
+      keys.emplace_back(s.Text(0), HypothesisKey(h));
+    }
+    CAKE_RETURN_IF_ERROR(s.status());
+  }
+  for (const auto& [id, key] : keys) {
+    CAKE_ASSIGN_OR_RETURN(Stmt up,
+                          db().Prepare("UPDATE candidates SET hypothesis_key = ? WHERE id = ?"));
+    CAKE_RETURN_IF_ERROR(up.Bind(1, key).Bind(2, id).Run());
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace cake::ledger

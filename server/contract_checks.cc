@@ -49,4 +49,9 @@ std::string KeyedContractId(const std::string& key, const contract::Contract& c)
                      .substr(0, 16);
 }
 
+std::string BaselineHash(const contract::Contract& c) {
+  auto parsed = compiler::ParseModuleText(c.baseline_schedule(), "baseline_schedule");
+  return parsed.ok() ? compiler::ScheduleHash(parsed->module) : "";
+}
+
 }  // namespace cake::server

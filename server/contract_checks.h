@@ -17,4 +17,7 @@ absl::Status CheckContract(const contract::Contract& c);
 // that guesses a held-out row cannot confirm its guess against the public id.
 std::string KeyedContractId(const std::string& key, const contract::Contract& c);
 
+// Canonical hash of the contract's baseline schedule ("" if it does not parse).
+std::string BaselineHash(const contract::Contract& c);
+
 }  // namespace cake::server

@@ -72,4 +72,29 @@ absl::Status CheckHypothesis(const evidence::Hypothesis& h) {
   return CheckText("falsification", h.falsification());
 }
 
+absl::Status CheckBranchName(const std::string& name) {
+  const auto allowed = [](char ch) {
+    return absl::ascii_isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' ||
+           ch == '/' || ch == '-';
+  };
+  bool ok = !name.empty() && name.size() <= kMaxBranchNameBytes &&
+            absl::ascii_isalnum(static_cast<unsigned char>(name[0]));
+  for (char ch : name) ok = ok && allowed(ch);
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "branch '", name.substr(0, 80), "' is not a branch name: 1-", kMaxBranchNameBytes,
+      " bytes of letters, digits and '. _ / -', starting with a letter or digit"));
+}
+
+absl::Status CheckParentBranch(const std::string& parent, const std::string& parent_branch,
+                               const std::string& branch, int64_t candidates_on_branch,
+                               bool parent_is_shared_root) {
+  if (parent_branch == branch || parent_is_shared_root || candidates_on_branch == 0)
+    return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "hypothesis.parent '", parent, "' is on branch '", parent_branch, "', not on '", branch,
+      "': a branch continues from its own candidates, the contract's incumbent or its baseline "
+      "(propose on a new branch to fork from another line)"));
+}
+
 }  // namespace cake::server

@@ -4,6 +4,9 @@
 // than kMinHypothesisWords words is refused, naming the field.
 #pragma once
 
+#include <cstdint>
+#include <string>
+
 #include "absl/status/status.h"
 #include "cake/evidence.pb.h"
 
@@ -15,5 +18,17 @@ inline constexpr int kMinHypothesisWords = 4;
 // hypothesis.changed_decisions, hypothesis.expected_effect, hypothesis.falsification).
 // Whether the parent exists is the caller's to check.
 absl::Status CheckHypothesis(const evidence::Hypothesis& h);
+
+inline constexpr size_t kMaxBranchNameBytes = 64;
+
+// A branch name: 1-64 bytes of letters, digits and ". _ / -", the first a letter or a digit.
+absl::Status CheckBranchName(const std::string& name);
+
+// Whether a proposal on `branch` may change `parent` (on `parent_branch`): a branch continues
+// from its own candidates or from a shared root (the contract's incumbent or baseline); a branch
+// with no candidate yet forks from any candidate. INVALID_ARGUMENT naming hypothesis.parent.
+absl::Status CheckParentBranch(const std::string& parent, const std::string& parent_branch,
+                               const std::string& branch, int64_t candidates_on_branch,
+                               bool parent_is_shared_root);
 
 }  // namespace cake::server

@@ -507,14 +507,30 @@ absl::StatusOr<service::ProposeReply> Orchestrator::Propose(const service::Propo
     return absl::InvalidArgumentError(
         "schedule.textproto:1:1: the schedule declares no kernel; an empty schedule is not a "
         "candidate");
-  // An agent's proposal states its hypothesis, and its parent is a candidate of this contract
-  // (checked after the schedule parses, before its analysis costs anything).
-  if (role == Role::kAgent) {
-    CAKE_RETURN_IF_ERROR(CheckHypothesis(req.hypothesis()));
-    auto parent = ledger_->candidates().Get(req.hypothesis().parent());
-    if (!parent.ok() || parent->contract_id() != req.contract_id())
+  const std::string branch = req.branch().empty() ? "main" : req.branch();
+  CAKE_RETURN_IF_ERROR(CheckBranchName(branch));
+  // An agent's proposal states its hypothesis; a parent is a candidate of this contract that
+  // the branch may continue from (checked after the schedule parses, before its analysis costs
+  // anything).
+  if (role == Role::kAgent) CAKE_RETURN_IF_ERROR(CheckHypothesis(req.hypothesis()));
+  if (const std::string& parent_id = req.hypothesis().parent(); !parent_id.empty()) {
+    auto parent = ledger_->candidates().HeadOf(parent_id);
+    if (!parent.ok() || parent->contract_id != req.contract_id())
+      return absl::InvalidArgumentError(absl::StrCat("hypothesis.parent '", parent_id,
+                                                     "' is not a candidate of contract ",
+                                                     req.contract_id()));
+    CAKE_ASSIGN_OR_RETURN(std::string incumbent, ledger_->contracts().Incumbent(req.contract_id()));
+    CAKE_ASSIGN_OR_RETURN(int64_t on_branch,
+                          ledger_->candidates().CountOnBranch(req.contract_id(), branch));
+    CAKE_RETURN_IF_ERROR(
+        CheckParentBranch(parent_id, parent->branch, branch, on_branch,
+                          parent_id == incumbent || parent->schedule_hash == BaselineHash(c)));
+  }
+  for (int i = 0; i < req.hypothesis().new_evidence_size(); ++i) {
+    auto cited = ledger_->candidates().HeadOf(req.hypothesis().new_evidence(i));
+    if (!cited.ok() || cited->contract_id != req.contract_id())
       return absl::InvalidArgumentError(
-          absl::StrCat("hypothesis.parent '", req.hypothesis().parent(),
+          absl::StrCat("hypothesis.new_evidence[", i, "] '", req.hypothesis().new_evidence(i),
                        "' is not a candidate of contract ", req.contract_id()));
   }
   // A schedule whose kernel lowers for another workload is refused before it costs a job.
@@ -527,7 +543,11 @@ absl::StatusOr<service::ProposeReply> Orchestrator::Propose(const service::Propo
                        " is for '", c.operation(), "'"));
   }
   const std::string hash = compiler::ScheduleHash(parsed->module);
+  CAKE_ASSIGN_OR_RETURN(std::optional<service::ProposeReply> repeat,
+                        AnswerRepeatedFailure(req, hash));
+  if (repeat.has_value()) return *repeat;
   evidence::Candidate cand;
+  cand.set_branch(branch);
   cand.set_contract_id(req.contract_id());
   cand.set_schedule_hash(hash);
   cand.set_schedule_text(req.schedule_text());
@@ -564,9 +584,42 @@ absl::StatusOr<service::ProposeReply> Orchestrator::Propose(const service::Propo
         .status();
   });
   if (!st.ok()) return st;
-  CAKE_ASSIGN_OR_RETURN(ledger::CandidateStore::StateOf now,
-                        ledger_->candidates().State(reply.candidate_id()));
+  CAKE_ASSIGN_OR_RETURN(ledger::CandidateStore::Head now,
+                        ledger_->candidates().HeadOf(reply.candidate_id()));
   reply.set_state(now.state);
+  reply.set_branch(now.branch);
+  if (reply.duplicate())
+    reply.set_note(absl::StrCat("this schedule was proposed before as ", now.id, " on branch ",
+                                now.branch, "; its record is returned"));
+  return reply;
+}
+
+absl::StatusOr<std::optional<service::ProposeReply>> Orchestrator::AnswerRepeatedFailure(
+    const service::ProposeRequest& req, const std::string& schedule_hash) {
+  CAKE_ASSIGN_OR_RETURN(std::optional<ledger::CandidateStore::Head> failed,
+                        ledger_->candidates().LatestFailure(
+                            req.contract_id(), ledger::HypothesisKey(req.hypothesis())));
+  // The same schedule again is a duplicate (its own record is returned), not a repeat.
+  if (!failed.has_value() || failed->schedule_hash == schedule_hash) return std::nullopt;
+  for (const std::string& id : req.hypothesis().new_evidence()) {
+    CAKE_ASSIGN_OR_RETURN(ledger::CandidateStore::Head cited, ledger_->candidates().HeadOf(id));
+    if (cited.seq > failed->seq) return std::nullopt;  // evidence recorded since the failure
+  }
+  service::ProposeReply reply;
+  reply.set_candidate_id(failed->id);
+  reply.set_repeat_of(failed->id);
+  reply.set_state(failed->state);
+  reply.set_branch(failed->branch);
+  reply.set_note(absl::StrCat(
+      "this hypothesis (the same parent and changed decisions) failed as ", failed->id, " (",
+      evidence::CandidateState_Name(failed->state),
+      failed->status_note.empty() ? "" : absl::StrCat(": ", failed->status_note.substr(0, 300)),
+      "); nothing was queued. To try it again, cite a candidate recorded since in "
+      "hypothesis.new_evidence"));
+  CAKE_RETURN_IF_ERROR(ledger_->events().Add(
+      "repeat_answered", failed->id, 0,
+      absl::StrCat("a repeat of this failed hypothesis was answered with this record (schedule ",
+                   schedule_hash.substr(0, 12), " not queued)")));
   return reply;
 }
 
@@ -594,7 +647,8 @@ absl::StatusOr<service::ListCandidatesReply> Orchestrator::ListCandidates(
   CAKE_ASSIGN_OR_RETURN(
       ledger::CandidateStore::CandidatePage page,
       ledger_->candidates().List(req.contract_id(),
-                                 req.page_size() > 0 ? req.page_size() : kDefaultPageSize, before));
+                                 req.page_size() > 0 ? req.page_size() : kDefaultPageSize, before,
+                                 req.branch()));
   service::ListCandidatesReply reply;
   for (const evidence::Candidate& c : page.candidates) {
     CAKE_ASSIGN_OR_RETURN(evidence::Candidate v, GetCandidate(c.id(), role));

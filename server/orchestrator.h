@@ -20,6 +20,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,11 @@ class Orchestrator : private gpuqueue::LaneWork {
   bool has_execution_device() const { return execution_device_; }
 
  private:
+  // A proposal whose hypothesis failed before, citing nothing recorded since, is answered with
+  // the failed candidate's record; nullopt when it is not such a repeat.
+  absl::StatusOr<std::optional<service::ProposeReply>> AnswerRepeatedFailure(
+      const service::ProposeRequest& req, const std::string& schedule_hash);
+
   // gpuqueue::LaneWork: what the lanes run.
   std::vector<int64_t> Queued(bool gpu) override;
   bool Run(int64_t job, const gpuqueue::Device* device) override;

@@ -5,6 +5,7 @@
 #include "base/status_macros.h"
 #include "compiler/canonical.h"
 #include "compiler/parse.h"
+#include "contract_checks.h"
 #include "eligibility.h"
 #include "job_requests.h"
 #include "orchestrator.h"
@@ -15,12 +16,6 @@
 
 namespace cake::server {
 namespace {
-
-// Canonical hash of the contract's baseline schedule ("" if it does not parse).
-std::string BaselineHash(const contract::Contract& c) {
-  auto parsed = compiler::ParseModuleText(c.baseline_schedule(), "baseline_schedule");
-  return parsed.ok() ? compiler::ScheduleHash(parsed->module) : "";
-}
 
 // "NUMERICAL_CONTRACT FAILED: ..." for the first failed record, "" when none failed.
 std::string FirstFailure(const evidence::Validation& v) {

@@ -5,6 +5,8 @@
 
 #include <filesystem>
 
+#include "absl/strings/str_format.h"
+#include "ledger/candidates.h"
 #include "ledger/ledger.h"
 #include "ledger/sqlite.h"
 #include "tests/compiler/test_util.h"
@@ -245,6 +247,19 @@ TEST_F(LedgerTest, MigratesARealVersionOneLedgerWithoutLosingRows) {
   };
   const int64_t samples = count("measurement_samples"), candidates = count("candidates");
   ASSERT_GT(samples, 0);
+  // The recorded hypotheses name no parent; give one a parent so the v5 key has work to do.
+  evidence::Hypothesis with_parent;
+  with_parent.set_parent("c1-1b15bcce");
+  with_parent.add_changed_decisions("Tile 128x128x32");
+  const std::string blob = with_parent.SerializeAsString();
+  std::string hex;
+  for (unsigned char ch : blob) hex += absl::StrFormat("%02X", ch);
+  std::string err;
+  ASSERT_EQ(
+      Exec(db, "UPDATE hypotheses SET body = X'" + hex + "' WHERE candidate_id = 'c2-b92654b5'",
+           &err),
+      SQLITE_OK)
+      << err;
   {
     auto l = ledger::Ledger::Open(db.string());
     ASSERT_TRUE(l.ok()) << l.status();
@@ -277,17 +292,127 @@ TEST_F(LedgerTest, MigratesARealVersionOneLedgerWithoutLosingRows) {
         ++checks;
       }
     EXPECT_GT(checks, 0);
+    // v5: every earlier candidate is on "main", and its hypothesis (if any) got its key.
+    for (const auto& c : all->candidates) EXPECT_EQ(c.branch(), "main") << c.id();
+    auto branches = (*l)->candidates().Branches(all->candidates[0].contract_id());
+    ASSERT_TRUE(branches.ok()) << branches.status();
+    ASSERT_EQ(branches->size(), 1u);
+    EXPECT_EQ((*branches)[0].name, "main");
   }
+  EXPECT_EQ(Scalar(db,
+                   "SELECT COUNT(*) FROM candidates WHERE id = 'c2-b92654b5' AND "
+                   "hypothesis_key = '" +
+                       ledger::HypothesisKey(with_parent) + "'"),
+            1)
+      << "an old hypothesis with a parent gets its key";
   EXPECT_EQ(Pragma(db, "user_version"), ledger::kSchemaVersion);
   EXPECT_EQ(count("measurement_samples"), samples);
   EXPECT_EQ(count("evidence_records"), 0);
-  std::string err;
   EXPECT_EQ(Exec(db,
                  "SELECT discarded, incumbent_sm_mhz, incumbent_span_us FROM "
                  "measurement_samples LIMIT 1",
                  &err),
             SQLITE_OK)
       << err;
+}
+
+TEST(HypothesisKeyTest, SameParentAndDecisionsInAnyOrderAndCaseMatch) {
+  evidence::Hypothesis a, b;
+  a.set_parent("c1");
+  a.add_changed_decisions("tile 128x64");
+  a.add_changed_decisions("stages");
+  a.set_expected_effect("one wording");
+  b.set_parent("c1");
+  b.add_changed_decisions("STAGES ");
+  b.add_changed_decisions("tile   128x64");
+  b.add_changed_decisions("stages");
+  b.set_expected_effect("another wording");
+  EXPECT_EQ(ledger::HypothesisKey(a), ledger::HypothesisKey(b));
+  EXPECT_FALSE(ledger::HypothesisKey(a).empty());
+  b.set_parent("c2");
+  EXPECT_NE(ledger::HypothesisKey(a), ledger::HypothesisKey(b));
+  b.set_parent("c1");
+  b.add_changed_decisions("swizzle");
+  EXPECT_NE(ledger::HypothesisKey(a), ledger::HypothesisKey(b));
+  a.clear_parent();
+  EXPECT_EQ(ledger::HypothesisKey(a), "") << "no parent: nothing to match";
+}
+
+TEST_F(LedgerTest, BranchesKeepTheirOwnHistoryAndFailuresAreFoundByHypothesis) {
+  auto l = ledger::Ledger::Open((dir_ / "l.db").string());
+  ASSERT_TRUE(l.ok());
+  ASSERT_TRUE((*l)->contracts().Insert("ct", SmallContract()).ok());
+  auto propose = [&](const std::string& hash, const std::string& branch,
+                     const std::string& parent) {
+    evidence::Candidate c;
+    c.set_contract_id("ct");
+    c.set_schedule_hash(hash);
+    c.set_schedule_text("t");
+    c.set_proposer("agent");
+    c.set_branch(branch);
+    c.mutable_hypothesis()->set_parent(parent);
+    c.mutable_hypothesis()->add_changed_decisions("tile");
+    auto ins = (*l)->candidates().Insert(c, "");
+    EXPECT_TRUE(ins.ok()) << ins.status();
+    return ins.ok() ? ins->id : "";
+  };
+  const std::string root = propose("h0", "", "");
+  const std::string a1 = propose("h1", "", root);
+  const std::string b1 = propose("h2", "sweep/b", a1);
+  const std::string b2 = propose("h3", "sweep/b", b1);
+  auto head = (*l)->candidates().HeadOf(b2);
+  ASSERT_TRUE(head.ok());
+  EXPECT_EQ(head->branch, "sweep/b");
+  EXPECT_GT(head->seq, (*l)->candidates().HeadOf(b1)->seq);
+  EXPECT_EQ((*l)->candidates().HeadOf("nope").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(*(*l)->candidates().CountOnBranch("ct", "sweep/b"), 2);
+  EXPECT_EQ(*(*l)->candidates().CountOnBranch("ct", "main"), 2);
+  auto branches = (*l)->candidates().Branches("ct");
+  ASSERT_TRUE(branches.ok());
+  ASSERT_EQ(branches->size(), 2u);
+  EXPECT_EQ((*branches)[0].name, "main");
+  EXPECT_EQ((*branches)[1].name, "sweep/b");
+  EXPECT_EQ((*branches)[1].first, b1);
+  EXPECT_EQ((*branches)[1].head, b2);
+  EXPECT_EQ((*branches)[1].forked_from, a1);
+  auto only_b = (*l)->candidates().List("ct", 10, 0, "sweep/b");
+  ASSERT_TRUE(only_b.ok());
+  ASSERT_EQ(only_b->candidates.size(), 2u);
+  EXPECT_EQ(only_b->candidates[0].id(), b2);
+  EXPECT_EQ(only_b->candidates[0].branch(), "sweep/b");
+
+  // A failure is found by its hypothesis key: rejected or measured-not-faster, newest first.
+  evidence::Hypothesis h;
+  h.set_parent(a1);
+  h.add_changed_decisions("tile");
+  const std::string key = ledger::HypothesisKey(h);
+  EXPECT_FALSE((*l)->candidates().LatestFailure("ct", key)->has_value()) << "nothing failed yet";
+  ASSERT_TRUE((*l)->candidates()
+                  .SetState(b1, evidence::REJECTED, evidence::ANALYZED, "DIAG_X at tile")
+                  .ok());
+  auto failed = (*l)->candidates().LatestFailure("ct", key);
+  ASSERT_TRUE(failed.ok() && failed->has_value());
+  EXPECT_EQ((*failed)->id, b1);
+  EXPECT_EQ((*failed)->status_note, "DIAG_X at tile");
+  EXPECT_FALSE((*l)->candidates().LatestFailure("other", key)->has_value()) << "per contract";
+  EXPECT_FALSE((*l)->candidates().LatestFailure("ct", "")->has_value());
+  // A failed compile says nothing of the hypothesis: it is a failure, not a refutation.
+  ASSERT_TRUE((*l)->candidates()
+                  .SetState(b2, evidence::REJECTED, evidence::COMPILED, "worker killed")
+                  .ok());
+  evidence::Hypothesis h2 = h;
+  h2.set_parent(b1);
+  EXPECT_FALSE((*l)->candidates().LatestFailure("ct", ledger::HypothesisKey(h2))->has_value());
+  auto recent = (*l)->candidates().Failures("ct", 5);
+  ASSERT_TRUE(recent.ok());
+  ASSERT_EQ(recent->size(), 2u);
+  EXPECT_EQ((*recent)[0].id, b2) << "newest first";
+  EXPECT_EQ((*recent)[0].rejected_at, evidence::COMPILED);
+  EXPECT_EQ((*recent)[1].id, b1);
+  EXPECT_EQ((*l)->candidates().Failures("ct", 1)->size(), 1u);
+  EXPECT_EQ(*(*l)->candidates().Oldest("ct"), root);
+  EXPECT_EQ(*(*l)->candidates().Oldest("none"), "");
+  EXPECT_EQ((*l)->candidates().HypothesisOf(b2)->parent(), b1);
 }
 
 TEST_F(LedgerTest, EvidenceRecordsKeepHistoryAndServeTheLatestPerKind) {
@@ -439,7 +564,10 @@ TEST_F(LedgerTest, AVersionTwoLedgerGetsContractDigestsAndRefusesAFlippedBit) {
                  "contracts DROP COLUMN body_sha256; CREATE TRIGGER contracts_immutable_update "
                  "BEFORE UPDATE ON contracts BEGIN SELECT RAISE(ABORT, 'immutable'); END; "
                  "CREATE TRIGGER contracts_immutable_delete BEFORE DELETE ON contracts BEGIN "
-                 "SELECT RAISE(ABORT, 'immutable'); END; PRAGMA user_version = 2;"),
+                 "SELECT RAISE(ABORT, 'immutable'); END; DROP INDEX candidates_by_branch; DROP "
+                 "INDEX candidates_by_hypothesis; DROP INDEX events_by_candidate; ALTER TABLE "
+                 "candidates DROP COLUMN branch; ALTER TABLE candidates DROP COLUMN "
+                 "hypothesis_key; PRAGMA user_version = 2;"),
             SQLITE_OK);
   {
     auto l = ledger::Ledger::Open(db.string());

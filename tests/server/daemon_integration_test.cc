@@ -116,6 +116,108 @@ TEST_F(DaemonTest, RoundStopsAtCompiledWithoutADeviceAndSaysSo) {
   EXPECT_EQ(d.Stop(), 0);
 }
 
+// Branches keep their own lines; a failed hypothesis is kept and a repeat of it without new
+// evidence is answered with the failed record instead of a new job.
+TEST_F(DaemonTest, BranchesKeepTheirLinesAndARepeatedFailureIsAnsweredWithItsRecord) {
+  Daemon d(state_);
+  ASSERT_TRUE(d.Start()) << d.Log();
+  const std::string contract = CreateContract(d);
+  const std::string baseline = testing::AgentHypothesis(d, contract).parent();
+  ASSERT_FALSE(baseline.empty());
+  auto propose = [&](const workloads::gemm_bf16::WarpGemmParams& p, const std::string& branch,
+                     const evidence::Hypothesis& h, service::ProposeReply* reply) {
+    service::ProposeRequest req;
+    req.set_contract_id(contract);
+    req.set_schedule_text(ScheduleText(p));
+    req.set_branch(branch);
+    *req.mutable_hypothesis() = h;
+    return d.stub()->Propose(d.Ctx("agent").get(), req, reply);
+  };
+  auto count = [&](const std::string& branch) {
+    service::ListCandidatesRequest lr;
+    lr.set_contract_id(contract);
+    lr.set_branch(branch);
+    service::ListCandidatesReply page;
+    EXPECT_TRUE(d.stub()->ListCandidates(d.Ctx().get(), lr, &page).ok());
+    return page.candidates_size();
+  };
+  evidence::Hypothesis ktile;
+  ktile.set_parent(baseline);
+  ktile.add_changed_decisions("tile_k");
+  ktile.set_expected_effect("a 24-wide k-tile cuts shared memory per stage by a quarter");
+  ktile.set_falsification("the analysis rejects it or the paired run is not FASTER");
+  workloads::gemm_bf16::WarpGemmParams k24;
+  k24.tile_k = 24;  // not a whole number of K=16 MMA steps: rejected by the analysis
+  service::ProposeReply failed;
+  ASSERT_TRUE(propose(k24, "ktile", ktile, &failed).ok());
+  EXPECT_EQ(failed.branch(), "ktile");
+  EXPECT_TRUE(failed.repeat_of().empty());
+  ASSERT_TRUE(d.WaitFor(failed.candidate_id(), [](const evidence::Candidate& c) {
+    return c.state() == evidence::REJECTED;
+  }));
+
+  // The same hypothesis (decisions in other words' case and spacing), another schedule: answered
+  // with the failed record, nothing created.
+  evidence::Hypothesis again = ktile;
+  again.set_changed_decisions(0, "  TILE_K ");
+  again.set_expected_effect("a 40-wide k-tile is a better fit for the K loop of every row");
+  workloads::gemm_bf16::WarpGemmParams k40;
+  k40.tile_k = 40;
+  service::ProposeReply repeat;
+  ASSERT_TRUE(propose(k40, "ktile", again, &repeat).ok());
+  EXPECT_EQ(repeat.repeat_of(), failed.candidate_id());
+  EXPECT_EQ(repeat.candidate_id(), failed.candidate_id());
+  EXPECT_EQ(repeat.state(), evidence::REJECTED);
+  EXPECT_NE(repeat.note().find("DIAG_TILE_NOT_DIVISIBLE"), std::string::npos) << repeat.note();
+  EXPECT_NE(repeat.note().find("new_evidence"), std::string::npos) << repeat.note();
+  EXPECT_EQ(count("ktile"), 1);
+  // Citing only evidence older than the failure is still a repeat; unknown ids are refused.
+  again.add_new_evidence(baseline);
+  ASSERT_TRUE(propose(k40, "ktile", again, &repeat).ok());
+  EXPECT_EQ(repeat.repeat_of(), failed.candidate_id());
+  again.add_new_evidence("c99-00000000");
+  EXPECT_EQ(propose(k40, "ktile", again, &repeat).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  again.mutable_new_evidence()->RemoveLast();
+
+  // A candidate recorded since the failure is new evidence: the retry becomes a candidate.
+  const auto space = workloads::gemm_bf16::WarpGemmCandidates();
+  evidence::Hypothesis tile = ktile;
+  tile.set_changed_decisions(0, "tile_m and tile_n");
+  service::ProposeReply on_main;
+  ASSERT_TRUE(propose(space[1], "", tile, &on_main).ok());
+  EXPECT_EQ(on_main.branch(), "main");
+  again.add_new_evidence(on_main.candidate_id());
+  service::ProposeReply retried;
+  ASSERT_TRUE(propose(k40, "ktile", again, &retried).ok());
+  EXPECT_TRUE(retried.repeat_of().empty());
+  EXPECT_NE(retried.candidate_id(), failed.candidate_id());
+  EXPECT_EQ(count("ktile"), 2);
+
+  // A branch with a history continues from its own candidates or a shared root, not from
+  // another line's candidate; a new branch may fork from it.
+  evidence::Hypothesis cross = tile;
+  cross.set_parent(on_main.candidate_id());
+  cross.set_changed_decisions(0, "stages");
+  service::ProposeReply r;
+  grpc::Status s = propose(space[2], "ktile", cross, &r);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("is on branch 'main'"), std::string::npos) << s.error_message();
+  ASSERT_TRUE(propose(space[2], "fork/stages", cross, &r).ok());
+  EXPECT_EQ(r.branch(), "fork/stages");
+  EXPECT_EQ(count("fork/stages"), 1);
+  EXPECT_EQ(count(""), 5);  // baseline, on_main, two on ktile, one fork
+  service::GetCandidateRequest gr;
+  gr.set_candidate_id(r.candidate_id());
+  evidence::Candidate got;
+  ASSERT_TRUE(d.stub()->GetCandidate(d.Ctx().get(), gr, &got).ok());
+  EXPECT_EQ(got.branch(), "fork/stages");
+  // A branch name is bounded and plain.
+  EXPECT_EQ(propose(space[3], "../etc", tile, &r).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(propose(space[3], std::string(65, 'b'), tile, &r).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(d.Stop(), 0);
+}
+
 TEST_F(DaemonTest, ConcurrentProposalsFromSeveralClients) {
   Daemon d(state_);
   ASSERT_TRUE(d.Start({"--cpu-workers", "2"})) << d.Log();

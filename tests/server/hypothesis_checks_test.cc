@@ -56,5 +56,30 @@ TEST(HypothesisChecks, VagueTextsAreRefused) {
   }
 }
 
+TEST(BranchChecks, NamesAreBoundedAndPlain) {
+  for (const char* ok : {"main", "agent-7/tile.sweep", "A_1", "x"})
+    EXPECT_TRUE(CheckBranchName(ok).ok()) << ok;
+  for (const std::string& bad :
+       {std::string(), std::string("-lead"), std::string("/root"), std::string("a b"),
+        std::string("tab\t"), std::string("semi;colon"), std::string("a\0b", 3),
+        std::string(kMaxBranchNameBytes + 1, 'a')}) {
+    const absl::Status s = CheckBranchName(bad);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_TRUE(CheckBranchName(std::string(kMaxBranchNameBytes, 'a')).ok());
+}
+
+TEST(BranchChecks, ABranchContinuesFromItsOwnLineOrASharedRoot) {
+  // Own branch, shared root, or the first proposal of a new branch (a fork): allowed.
+  EXPECT_TRUE(CheckParentBranch("c2", "b", "b", 3, false).ok());
+  EXPECT_TRUE(CheckParentBranch("c2", "a", "b", 3, true).ok());
+  EXPECT_TRUE(CheckParentBranch("c2", "a", "b", 0, false).ok());
+  // Another line's candidate once the branch has a history of its own: refused by name.
+  const absl::Status s = CheckParentBranch("c2", "a", "b", 1, false);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("hypothesis.parent 'c2' is on branch 'a'"), std::string::npos)
+      << s.message();
+}
+
 }  // namespace
 }  // namespace cake::server
