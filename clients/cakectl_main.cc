@@ -20,7 +20,9 @@
 #include <ctime>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "cake/service.grpc.pb.h"
 #include "clients/report.h"
@@ -30,7 +32,7 @@
 #include "grpcpp/grpcpp.h"
 #include "workloads/workload.h"
 
-namespace svc = cake::service;
+namespace svc = cake::v1;
 namespace ev = cake::evidence;
 
 namespace {
@@ -62,8 +64,27 @@ std::string Json(const google::protobuf::Message& m, bool pretty = true) {
 // Applied to every error text printed: no secret reaches a terminal or a CI log.
 std::function<std::string(std::string)> redact = [](std::string t) { return t; };
 
+// The ErrorDetail a refusal carries in its status details, in words ("" if none).
+std::string DetailText(const grpc::Status& s) {
+  svc::RpcStatus status;
+  svc::ErrorDetail d;
+  if (s.error_details().empty() || !status.ParseFromString(s.error_details()) ||
+      status.details_size() == 0 || !status.details(0).UnpackTo(&d))
+    return "";
+  std::vector<std::string> parts;
+  if (d.diagnostic_id() != cake::report::DIAG_UNSPECIFIED)
+    parts.push_back(absl::StrCat("diagnostic ", cake::report::DiagId_Name(d.diagnostic_id())));
+  if (!d.field().empty()) parts.push_back(absl::StrCat("field ", d.field()));
+  if (d.limit() > 0) parts.push_back(absl::StrCat("limit ", d.limit()));
+  if (!d.earlier_candidate().empty())
+    parts.push_back(absl::StrCat("earlier candidate ", d.earlier_candidate()));
+  return absl::StrJoin(parts, ", ");
+}
+
 int ExitFor(const grpc::Status& s) {
-  std::cerr << "cakectl: " << redact(s.error_message()) << " (" << s.error_code() << ")\n";
+  const std::string detail = DetailText(s);
+  std::cerr << "cakectl: " << redact(s.error_message()) << " (" << s.error_code()
+            << (detail.empty() ? "" : "; " + detail) << ")\n";
   switch (s.error_code()) {
     case grpc::StatusCode::UNAUTHENTICATED:
     case grpc::StatusCode::PERMISSION_DENIED:
@@ -128,11 +149,13 @@ class Client {
 };
 
 // Every page of the candidate list (summaries), newest first.
-grpc::Status ListAll(Client& client, const std::string& contract, svc::ListCandidatesReply* all) {
+grpc::Status ListAll(Client& client, const std::string& contract, svc::ListCandidatesReply* all,
+                     const std::string& branch = "") {
   std::string token;
   do {
     svc::ListCandidatesRequest req;
     req.set_contract_id(contract);
+    req.set_branch(branch);
     req.set_page_size(200);
     req.set_page_token(token);
     svc::ListCandidatesReply page;
@@ -172,6 +195,37 @@ std::string Verdicts(const ev::Candidate& c) {
   for (const auto& m : c.measurements())
     absl::StrAppend(&out, out.empty() ? "" : ",", ev::TimingVerdict_Name(m.verdict()));
   return out;
+}
+
+void PrintInspect(const svc::InspectReply& r) {
+  const ev::Candidate& c = r.candidate();
+  std::printf("contract %s: %s\n", r.contract_id().c_str(), r.contract_summary().c_str());
+  std::printf("incumbent %s\n", r.incumbent().empty() ? "(none)" : r.incumbent().c_str());
+  if (!c.id().empty())
+    std::printf("candidate %s on branch %s: %s\n", c.id().c_str(), c.branch().c_str(),
+                ev::CandidateState_Name(c.state()).c_str());
+  for (const std::string& b : r.bottlenecks()) std::printf("  - %s\n", b.c_str());
+  if (r.branches_size() > 0) std::printf("branches:\n");
+  for (const auto& b : r.branches())
+    std::printf("  %-24s %3lld candidates, %lld rejected, head %s%s\n", b.name().c_str(),
+                static_cast<long long>(b.candidates()), static_cast<long long>(b.rejected()),
+                b.head().c_str(),
+                b.forked_from().empty() ? "" : (", forked from " + b.forked_from()).c_str());
+  if (r.recent_failures_size() > 0) std::printf("recent failures:\n");
+  for (const auto& f : r.recent_failures())
+    std::printf("  %s (%s) %s: %s\n", f.candidate_id().c_str(), f.branch().c_str(),
+                ev::CandidateState_Name(f.state()).c_str(), f.note().c_str());
+  for (const auto& e : r.events())
+    std::printf("  event %lld %s: %s\n", static_cast<long long>(e.id()), e.kind().c_str(),
+                e.message().c_str());
+  std::string omitted;
+  for (int s : r.omitted())
+    absl::StrAppend(&omitted, omitted.empty() ? "" : ", ",
+                    svc::EvidenceSection_Name(static_cast<svc::EvidenceSection>(s)));
+  if (!omitted.empty())
+    std::printf("omitted (over --max-bytes; ask for fewer sections or more bytes): %s\n",
+                omitted.c_str());
+  if (r.granted_size() > 0) std::cout << Json(c);
 }
 
 void PrintCandidates(const svc::ListCandidatesReply& r) {
@@ -287,6 +341,8 @@ int main(int argc, char** argv) {
       "  cakectl contract create contracts/gemm_bf16.textproto --baseline "
       "examples/gemm_bf16.textproto\n"
       "  cakectl propose my.textproto --contract ct-... --hypothesis h.textproto --key try-1\n"
+      "  cakectl inspect --contract ct-... \n"
+      "  cakectl inspect c3-... --section diagnostics\n"
       "  cakectl watch --until-idle --timeout 600\n"
       "  cakectl measure c3-... --key m-1");
   app.require_subcommand(1);
@@ -314,8 +370,27 @@ int main(int argc, char** argv) {
   propose->add_option("--contract", contract_id, "Contract id")->required();
   propose->add_option("--hypothesis", hypothesis_file, "cake.evidence.Hypothesis in text format");
   propose->add_option("--key", key, "Idempotency key");
+  std::string branch;
+  propose->add_option("--branch", branch, "Line of hypotheses it continues (default main)");
   auto* candidates = app.add_subcommand("candidates", "List candidates");
   candidates->add_option("--contract", contract_id, "Only this contract");
+  candidates->add_option("--branch", branch, "Only this branch");
+  auto* inspect = app.add_subcommand(
+      "inspect",
+      "Compact evidence of a candidate or a contract: summary, bottlenecks, branches, recent "
+      "failures; --section for details");
+  std::vector<std::string> sections;
+  int max_bytes = 0;
+  inspect->add_option("ID", candidate_id, "Candidate id");
+  inspect->add_option("--contract", contract_id, "Contract id (its incumbent or baseline)");
+  inspect
+      ->add_option("--section", sections,
+                   "diagnostics | receipt | row_checks | measurements | raw_samples | "
+                   "schedule_text | events (repeatable)")
+      ->check(CLI::IsMember({"diagnostics", "receipt", "row_checks", "measurements", "raw_samples",
+                             "schedule_text", "events"}));
+  inspect->add_option("--max-bytes", max_bytes, "Bound on the reply (default 65536)");
+  inspect->footer("Example: cakectl inspect c3-1a2b3c4d --section diagnostics --section receipt");
   auto* show = app.add_subcommand("show", "Show a candidate: receipt, diagnostics, evidence");
   show->add_option("ID", candidate_id)->required();
   auto* measure =
@@ -515,22 +590,51 @@ int main(int argc, char** argv) {
       return kUsage;
     }
     req.set_idempotency_key(key);
+    req.set_branch(branch);
     svc::ProposeReply r;
     auto ctx = client.Ctx();
     grpc::Status s = client->Propose(ctx.get(), req, &r);
     if (!s.ok()) return ExitFor(s);
     if (table)
-      std::cout << r.candidate_id() << (r.duplicate() ? " (duplicate)" : "") << "\n";
+      std::cout << r.candidate_id() << " on branch " << r.branch()
+                << (r.duplicate() ? " (duplicate)" : "")
+                << (r.repeat_of().empty() ? "" : " (repeat of a failed hypothesis)") << "\n"
+                << (r.note().empty() ? "" : r.note() + "\n");
     else
       std::cout << Json(r);
     return kOk;
   }
   if (candidates->parsed()) {
     svc::ListCandidatesReply r;
-    grpc::Status s = ListAll(client, contract_id, &r);
+    grpc::Status s = ListAll(client, contract_id, &r, branch);
     if (!s.ok()) return ExitFor(s);
     if (table)
       PrintCandidates(r);
+    else
+      std::cout << Json(r);
+    return kOk;
+  }
+  if (inspect->parsed()) {
+    if (candidate_id.empty() == contract_id.empty()) {
+      std::cerr << "cakectl inspect: name a candidate ID or --contract ID (one of them)\n";
+      return kUsage;
+    }
+    svc::InspectRequest req;
+    if (!candidate_id.empty())
+      req.set_candidate_id(candidate_id);
+    else
+      req.set_contract_id(contract_id);
+    for (const std::string& name : sections) {
+      svc::EvidenceSection sec;
+      if (svc::EvidenceSection_Parse(absl::AsciiStrToUpper(name), &sec)) req.add_sections(sec);
+    }
+    req.set_max_bytes(max_bytes);
+    svc::InspectReply r;
+    auto ctx = client.Ctx();
+    grpc::Status s = client->Inspect(ctx.get(), req, &r);
+    if (!s.ok()) return ExitFor(s);
+    if (table)
+      PrintInspect(r);
     else
       std::cout << Json(r);
     return kOk;

@@ -48,7 +48,8 @@ std::string HypothesisKey(const evidence::Hypothesis& h) {
   if (h.parent().empty() || decisions.empty()) return "";
   std::sort(decisions.begin(), decisions.end());
   decisions.erase(std::unique(decisions.begin(), decisions.end()), decisions.end());
-  return base::Sha256Hex(absl::StrCat(h.parent(), "\n", absl::StrJoin(decisions, "\n")));
+  return base::Sha256Hex(absl::StrCat(h.parent(), "\n", absl::StrJoin(decisions, "\n"), "\n\n",
+                                      Normalized(h.expected_effect())));
 }
 
 absl::StatusOr<CandidateStore::Inserted> CandidateStore::Insert(

@@ -14,9 +14,10 @@
 
 namespace cake::ledger {
 
-// What makes two hypotheses the same claim: the parent and the set of changed decisions, each
-// lower-cased with its whitespace collapsed (their order and wording of effect do not count).
-// "" when the hypothesis names no parent or no decision (nothing to match).
+// What makes two hypotheses the same claim: the parent, the set of changed decisions and the
+// expected effect, each lower-cased with its whitespace collapsed (the decisions' order does not
+// count; a sweep that states each point's effect is not a repeat). "" when the hypothesis names
+// no parent or no decision (nothing to match).
 std::string HypothesisKey(const evidence::Hypothesis& h);
 
 class Connection;

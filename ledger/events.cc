@@ -35,14 +35,12 @@ void EventLog::WaitAfter(int64_t after_id, std::chrono::milliseconds timeout) {
   added_.wait_for(l, timeout, [&] { return last_added_ > after_id; });
 }
 
-absl::StatusOr<std::vector<Event>> EventLog::After(int64_t after_id, int limit) {
-  auto lock = conn_->Lock();
-  CAKE_ASSIGN_OR_RETURN(
-      Stmt s,
-      conn_->db().Prepare(
-          "SELECT id, created_ms, kind, candidate_id, job_id, message FROM events WHERE id > ? "
-          "ORDER BY id LIMIT ?"));
-  s.Bind(1, after_id).Bind(2, limit);
+namespace {
+
+constexpr const char* kEventColumns =
+    "SELECT id, created_ms, kind, candidate_id, job_id, message FROM events ";
+
+absl::StatusOr<std::vector<Event>> ReadEvents(Stmt& s) {
   std::vector<Event> out;
   while (s.Step()) {
     Event e;
@@ -56,6 +54,27 @@ absl::StatusOr<std::vector<Event>> EventLog::After(int64_t after_id, int limit) 
   }
   CAKE_RETURN_IF_ERROR(s.status());
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Event>> EventLog::After(int64_t after_id, int limit) {
+  auto lock = conn_->Lock();
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt s, conn_->db().Prepare(absl::StrCat(kEventColumns, "WHERE id > ? ORDER BY id LIMIT ?")));
+  s.Bind(1, after_id).Bind(2, limit);
+  return ReadEvents(s);
+}
+
+absl::StatusOr<std::vector<Event>> EventLog::ForCandidate(const std::string& candidate_id,
+                                                          int limit) {
+  auto lock = conn_->Lock();
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt s, conn_->db().Prepare(
+                  absl::StrCat(kEventColumns, "WHERE candidate_id = ? ORDER BY id DESC LIMIT ?")));
+  s.Bind(1, candidate_id).Bind(2, limit);
+  CAKE_ASSIGN_OR_RETURN(std::vector<Event> newest_first, ReadEvents(s));
+  return std::vector<Event>(newest_first.rbegin(), newest_first.rend());
 }
 
 }  // namespace cake::ledger

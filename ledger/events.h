@@ -30,6 +30,8 @@ class EventLog {
                    const std::string& message);
   // Up to `limit` events with id > after_id, oldest first.
   absl::StatusOr<std::vector<Event>> After(int64_t after_id, int limit);
+  // The candidate's newest `limit` events, oldest first.
+  absl::StatusOr<std::vector<Event>> ForCandidate(const std::string& candidate_id, int limit);
   // Returns once an event with id > after_id may have been recorded, or after `timeout` (a
   // wake-up is a hint: the event is visible once its transaction commits).
   void WaitAfter(int64_t after_id, std::chrono::milliseconds timeout);

@@ -68,20 +68,23 @@ evidence::Candidate SummaryView(evidence::Candidate c) {
   auto* runs = c.mutable_measurements();
   if (runs->size() > kSummaryMeasurements)
     runs->DeleteSubrange(0, runs->size() - kSummaryMeasurements);
-  for (evidence::Measurement& m : *runs)
-    for (evidence::RowTiming& t : *m.mutable_rows()) {
-      t.clear_incumbent_us();
-      t.clear_challenger_us();
-      t.clear_challenger_first();
-      t.clear_incumbent_span_us();
-      t.clear_challenger_span_us();
-      t.clear_incumbent_sm_mhz();
-      t.clear_challenger_sm_mhz();
-      t.clear_temperature_c();
-      t.clear_power_w();
-      t.clear_discarded();
-    }
+  for (evidence::Measurement& m : *runs) ClearRawSamples(&m);
   return c;
+}
+
+void ClearRawSamples(evidence::Measurement* m) {
+  for (evidence::RowTiming& t : *m->mutable_rows()) {
+    t.clear_incumbent_us();
+    t.clear_challenger_us();
+    t.clear_challenger_first();
+    t.clear_incumbent_span_us();
+    t.clear_challenger_span_us();
+    t.clear_incumbent_sm_mhz();
+    t.clear_challenger_sm_mhz();
+    t.clear_temperature_c();
+    t.clear_power_w();
+    t.clear_discarded();
+  }
 }
 
 }  // namespace cake::server

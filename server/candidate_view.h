@@ -24,4 +24,7 @@ void HideHeldOutChecks(const std::set<std::string>& hidden, evidence::Candidate*
 // census, row checks or raw samples.
 evidence::Candidate SummaryView(evidence::Candidate c);
 
+// Drops a run's per-sample series (timings, clocks, order, sensors), keeping its statistics.
+void ClearRawSamples(evidence::Measurement* m);
+
 }  // namespace cake::server

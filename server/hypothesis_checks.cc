@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "error_detail.h"
 
 namespace cake::server {
 namespace {
@@ -41,15 +42,19 @@ std::vector<std::string> Words(const std::string& text) {
 absl::Status CheckText(const char* field, const std::string& text) {
   const std::vector<std::string> words = Words(text);
   if (words.empty())
-    return absl::InvalidArgumentError(absl::StrCat("hypothesis.", field, " is missing"));
+    return InvalidField(absl::StrCat("hypothesis.", field),
+                        absl::StrCat("hypothesis.", field, " is missing"));
   int specific = 0;
   for (const std::string& w : words) specific += VagueWords().count(w) == 0;
   if (static_cast<int>(words.size()) < kMinHypothesisWords || specific == 0)
-    return absl::InvalidArgumentError(absl::StrCat(
-        "hypothesis.", field, " '", text.substr(0, 80),
-        "' is too vague: say which quantity changes and by how much, or which result refutes it "
-        "(at least ",
-        kMinHypothesisWords, " words, not only words like 'optimise', 'memory', 'faster')"));
+    return InvalidField(
+        absl::StrCat("hypothesis.", field),
+        absl::StrCat("hypothesis.", field, " '", text.substr(0, 80),
+                     "' is too vague: say which quantity changes and by how much, or which result "
+                     "refutes it "
+                     "(at least ",
+                     kMinHypothesisWords,
+                     " words, not only words like 'optimise', 'memory', 'faster')"));
   return absl::OkStatus();
 }
 
@@ -57,17 +62,19 @@ absl::Status CheckText(const char* field, const std::string& text) {
 
 absl::Status CheckHypothesis(const evidence::Hypothesis& h) {
   if (h.parent().empty())
-    return absl::InvalidArgumentError(
+    return InvalidField(
+        "hypothesis.parent",
         "hypothesis.parent is missing: name the candidate this proposal changes (the baseline "
         "or the incumbent, at first)");
   if (h.changed_decisions().empty())
-    return absl::InvalidArgumentError(
+    return InvalidField(
+        "hypothesis.changed_decisions",
         "hypothesis.changed_decisions is empty: list the schedule decisions this proposal "
         "changes (e.g. \"tile\", \"pipeline stages\")");
   for (int i = 0; i < h.changed_decisions_size(); ++i)
     if (absl::StripAsciiWhitespace(h.changed_decisions(i)).empty())
-      return absl::InvalidArgumentError(
-          absl::StrCat("hypothesis.changed_decisions[", i, "] is empty"));
+      return InvalidField(absl::StrCat("hypothesis.changed_decisions[", i, "]"),
+                          absl::StrCat("hypothesis.changed_decisions[", i, "] is empty"));
   if (absl::Status s = CheckText("expected_effect", h.expected_effect()); !s.ok()) return s;
   return CheckText("falsification", h.falsification());
 }
@@ -81,9 +88,12 @@ absl::Status CheckBranchName(const std::string& name) {
             absl::ascii_isalnum(static_cast<unsigned char>(name[0]));
   for (char ch : name) ok = ok && allowed(ch);
   if (ok) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "branch '", name.substr(0, 80), "' is not a branch name: 1-", kMaxBranchNameBytes,
-      " bytes of letters, digits and '. _ / -', starting with a letter or digit"));
+  return InvalidField(
+      "branch",
+      absl::StrCat("branch '", name.substr(0, 80), "' is not a branch name: 1-",
+                   kMaxBranchNameBytes,
+                   " bytes of letters, digits and '. _ / -', starting with a letter or digit"),
+      static_cast<int64_t>(kMaxBranchNameBytes));
 }
 
 absl::Status CheckParentBranch(const std::string& parent, const std::string& parent_branch,
@@ -91,10 +101,12 @@ absl::Status CheckParentBranch(const std::string& parent, const std::string& par
                                bool parent_is_shared_root) {
   if (parent_branch == branch || parent_is_shared_root || candidates_on_branch == 0)
     return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "hypothesis.parent '", parent, "' is on branch '", parent_branch, "', not on '", branch,
-      "': a branch continues from its own candidates, the contract's incumbent or its baseline "
-      "(propose on a new branch to fork from another line)"));
+  return InvalidField(
+      "hypothesis.parent",
+      absl::StrCat(
+          "hypothesis.parent '", parent, "' is on branch '", parent_branch, "', not on '", branch,
+          "': a branch continues from its own candidates, the contract's incumbent or its baseline "
+          "(propose on a new branch to fork from another line)"));
 }
 
 }  // namespace cake::server

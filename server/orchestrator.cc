@@ -14,9 +14,11 @@
 #include "compiler/analysis.h"
 #include "compiler/canonical.h"
 #include "compiler/parse.h"
+#include "compiler/schedule_limits.h"
 #include "compiler/targets.h"
 #include "contract_checks.h"
 #include "eligibility.h"
+#include "error_detail.h"
 #include "gpuqueue/sandbox.h"
 #include "hypothesis_checks.h"
 #include "job_requests.h"
@@ -26,6 +28,14 @@
 
 namespace cake::server {
 namespace {
+
+// ALREADY_EXISTS naming, for programs, the candidate the idempotency key already stands for.
+absl::Status KeyUsedBefore(const std::string& message, const std::string& earlier) {
+  v1::ErrorDetail d;
+  d.set_field("idempotency_key");
+  d.set_earlier_candidate(earlier);
+  return WithDetail(absl::AlreadyExistsError(message), d);
+}
 
 namespace fs = std::filesystem;
 
@@ -470,26 +480,24 @@ absl::StatusOr<int64_t> Orchestrator::EnqueueMeasure(const std::string& candidat
   return Enqueue(candidate, MeasureRequest(candidate, c, inc, cha, run, FreshSeed()));
 }
 
-absl::StatusOr<service::CreateContractReply> Orchestrator::CreateContract(
-    const contract::Contract& c) {
+absl::StatusOr<v1::CreateContractReply> Orchestrator::CreateContract(const contract::Contract& c) {
   CAKE_RETURN_IF_ERROR(CheckContract(c));
-  service::CreateContractReply reply;
+  v1::CreateContractReply reply;
   reply.set_contract_id(KeyedContractId(config_.contract_id_key, c));
   CAKE_ASSIGN_OR_RETURN(bool existed, ledger_->contracts().Insert(reply.contract_id(), c));
   reply.set_existed(existed);
-  service::ProposeRequest baseline;
+  v1::ProposeRequest baseline;
   baseline.set_contract_id(reply.contract_id());
   baseline.set_schedule_text(c.baseline_schedule());
   baseline.mutable_hypothesis()->set_expected_effect("baseline: the contract's first incumbent");
-  CAKE_ASSIGN_OR_RETURN(service::ProposeReply p, Propose(baseline, Role::kOperator));
+  CAKE_ASSIGN_OR_RETURN(v1::ProposeReply p, Propose(baseline, Role::kOperator));
   reply.set_baseline_candidate(p.candidate_id());
   return reply;
 }
 
-absl::StatusOr<service::GetContractReply> Orchestrator::GetContract(const std::string& id,
-                                                                    Role role) {
+absl::StatusOr<v1::GetContractReply> Orchestrator::GetContract(const std::string& id, Role role) {
   CAKE_ASSIGN_OR_RETURN(contract::Contract c, ledger_->contracts().Get(id));
-  service::GetContractReply reply;
+  v1::GetContractReply reply;
   reply.set_contract_id(id);
   *reply.mutable_contract() = role == Role::kAgent ? AgentContractView(c) : c;
   CAKE_ASSIGN_OR_RETURN(std::string inc, ledger_->contracts().Incumbent(id));
@@ -497,16 +505,22 @@ absl::StatusOr<service::GetContractReply> Orchestrator::GetContract(const std::s
   return reply;
 }
 
-absl::StatusOr<service::ProposeReply> Orchestrator::Propose(const service::ProposeRequest& req,
-                                                            Role role) {
+absl::StatusOr<v1::ProposeReply> Orchestrator::Propose(const v1::ProposeRequest& req, Role role) {
   CAKE_RETURN_IF_ERROR(CheckIdempotencyKey(req.idempotency_key()));
   CAKE_ASSIGN_OR_RETURN(contract::Contract c, ledger_->contracts().Get(req.contract_id()));
   auto parsed = compiler::ParseModuleText(req.schedule_text(), "schedule.textproto");
-  if (!parsed.ok()) return absl::InvalidArgumentError(parsed.status().message());
+  if (!parsed.ok()) {
+    v1::ErrorDetail d;
+    d.set_diagnostic_id(report::DIAG_PARSE_ERROR);
+    d.set_field("schedule_text");
+    if (req.schedule_text().size() > compiler::kMaxScheduleTextBytes)
+      d.set_limit(static_cast<int64_t>(compiler::kMaxScheduleTextBytes));
+    return WithDetail(absl::InvalidArgumentError(parsed.status().message()), d);
+  }
   if (parsed->module.kernels().empty())
-    return absl::InvalidArgumentError(
-        "schedule.textproto:1:1: the schedule declares no kernel; an empty schedule is not a "
-        "candidate");
+    return InvalidField("schedule_text",
+                        "schedule.textproto:1:1: the schedule declares no kernel; an empty "
+                        "schedule is not a candidate");
   const std::string branch = req.branch().empty() ? "main" : req.branch();
   CAKE_RETURN_IF_ERROR(CheckBranchName(branch));
   // An agent's proposal states its hypothesis; a parent is a candidate of this contract that
@@ -516,9 +530,9 @@ absl::StatusOr<service::ProposeReply> Orchestrator::Propose(const service::Propo
   if (const std::string& parent_id = req.hypothesis().parent(); !parent_id.empty()) {
     auto parent = ledger_->candidates().HeadOf(parent_id);
     if (!parent.ok() || parent->contract_id != req.contract_id())
-      return absl::InvalidArgumentError(absl::StrCat("hypothesis.parent '", parent_id,
-                                                     "' is not a candidate of contract ",
-                                                     req.contract_id()));
+      return InvalidField("hypothesis.parent",
+                          absl::StrCat("hypothesis.parent '", parent_id,
+                                       "' is not a candidate of contract ", req.contract_id()));
     CAKE_ASSIGN_OR_RETURN(std::string incumbent, ledger_->contracts().Incumbent(req.contract_id()));
     CAKE_ASSIGN_OR_RETURN(int64_t on_branch,
                           ledger_->candidates().CountOnBranch(req.contract_id(), branch));
@@ -529,7 +543,8 @@ absl::StatusOr<service::ProposeReply> Orchestrator::Propose(const service::Propo
   for (int i = 0; i < req.hypothesis().new_evidence_size(); ++i) {
     auto cited = ledger_->candidates().HeadOf(req.hypothesis().new_evidence(i));
     if (!cited.ok() || cited->contract_id != req.contract_id())
-      return absl::InvalidArgumentError(
+      return InvalidField(
+          absl::StrCat("hypothesis.new_evidence[", i, "]"),
           absl::StrCat("hypothesis.new_evidence[", i, "] '", req.hypothesis().new_evidence(i),
                        "' is not a candidate of contract ", req.contract_id()));
   }
@@ -543,8 +558,7 @@ absl::StatusOr<service::ProposeReply> Orchestrator::Propose(const service::Propo
                        " is for '", c.operation(), "'"));
   }
   const std::string hash = compiler::ScheduleHash(parsed->module);
-  CAKE_ASSIGN_OR_RETURN(std::optional<service::ProposeReply> repeat,
-                        AnswerRepeatedFailure(req, hash));
+  CAKE_ASSIGN_OR_RETURN(std::optional<v1::ProposeReply> repeat, AnswerRepeatedFailure(req, hash));
   if (repeat.has_value()) return *repeat;
   evidence::Candidate cand;
   cand.set_branch(branch);
@@ -555,7 +569,7 @@ absl::StatusOr<service::ProposeReply> Orchestrator::Propose(const service::Propo
   cand.set_proposer(RoleName(role));
   cand.set_created_unix_ms(ledger::NowMs());
   if (req.has_hypothesis()) *cand.mutable_hypothesis() = req.hypothesis();
-  service::ProposeReply reply;
+  v1::ProposeReply reply;
   // The key lookup, the queue check and the insert are one transaction: concurrent proposals
   // with one key see each other (the second gets the first's candidate or ALREADY_EXISTS).
   absl::Status st = ledger_->Atomically([&]() -> absl::Status {
@@ -564,8 +578,9 @@ absl::StatusOr<service::ProposeReply> Orchestrator::Propose(const service::Propo
       if (!prior.empty()) {
         CAKE_ASSIGN_OR_RETURN(evidence::Candidate pc, ledger_->candidates().Get(prior));
         if (pc.schedule_hash() != hash || pc.contract_id() != req.contract_id())
-          return absl::AlreadyExistsError(absl::StrCat("idempotency key '", req.idempotency_key(),
-                                                       "' was used for another proposal"));
+          return KeyUsedBefore(absl::StrCat("idempotency key '", req.idempotency_key(),
+                                            "' was used for another proposal (", prior, ")"),
+                               prior);
         reply.set_candidate_id(prior);
         reply.set_duplicate(true);
         return absl::OkStatus();
@@ -594,8 +609,8 @@ absl::StatusOr<service::ProposeReply> Orchestrator::Propose(const service::Propo
   return reply;
 }
 
-absl::StatusOr<std::optional<service::ProposeReply>> Orchestrator::AnswerRepeatedFailure(
-    const service::ProposeRequest& req, const std::string& schedule_hash) {
+absl::StatusOr<std::optional<v1::ProposeReply>> Orchestrator::AnswerRepeatedFailure(
+    const v1::ProposeRequest& req, const std::string& schedule_hash) {
   CAKE_ASSIGN_OR_RETURN(std::optional<ledger::CandidateStore::Head> failed,
                         ledger_->candidates().LatestFailure(
                             req.contract_id(), ledger::HypothesisKey(req.hypothesis())));
@@ -605,13 +620,13 @@ absl::StatusOr<std::optional<service::ProposeReply>> Orchestrator::AnswerRepeate
     CAKE_ASSIGN_OR_RETURN(ledger::CandidateStore::Head cited, ledger_->candidates().HeadOf(id));
     if (cited.seq > failed->seq) return std::nullopt;  // evidence recorded since the failure
   }
-  service::ProposeReply reply;
+  v1::ProposeReply reply;
   reply.set_candidate_id(failed->id);
   reply.set_repeat_of(failed->id);
   reply.set_state(failed->state);
   reply.set_branch(failed->branch);
   reply.set_note(absl::StrCat(
-      "this hypothesis (the same parent and changed decisions) failed as ", failed->id, " (",
+      "this hypothesis (the same parent, changed decisions and expected effect) failed as ", failed->id, " (",
       evidence::CandidateState_Name(failed->state),
       failed->status_note.empty() ? "" : absl::StrCat(": ", failed->status_note.substr(0, 300)),
       "); nothing was queued. To try it again, cite a candidate recorded since in "
@@ -631,8 +646,8 @@ absl::StatusOr<evidence::Candidate> Orchestrator::GetCandidate(const std::string
   return c;
 }
 
-absl::StatusOr<service::ListCandidatesReply> Orchestrator::ListCandidates(
-    const service::ListCandidatesRequest& req, Role role) {
+absl::StatusOr<v1::ListCandidatesReply> Orchestrator::ListCandidates(
+    const v1::ListCandidatesRequest& req, Role role) {
   if (req.page_size() < 0 || req.page_size() > kMaxPageSize)
     return absl::InvalidArgumentError(
         absl::StrCat("page_size ", req.page_size(), " is out of range (0-", kMaxPageSize, ")"));
@@ -649,7 +664,7 @@ absl::StatusOr<service::ListCandidatesReply> Orchestrator::ListCandidates(
       ledger_->candidates().List(req.contract_id(),
                                  req.page_size() > 0 ? req.page_size() : kDefaultPageSize, before,
                                  req.branch()));
-  service::ListCandidatesReply reply;
+  v1::ListCandidatesReply reply;
   for (const evidence::Candidate& c : page.candidates) {
     CAKE_ASSIGN_OR_RETURN(evidence::Candidate v, GetCandidate(c.id(), role));
     *reply.add_candidates() = SummaryView(std::move(v));
@@ -682,9 +697,10 @@ absl::StatusOr<int64_t> Orchestrator::Measure(const std::string& candidate,
     CAKE_ASSIGN_OR_RETURN(auto prior, ledger_->jobs().MeasureForKey(key));
     if (prior) {
       if (prior->first != candidate)
-        return absl::AlreadyExistsError(absl::StrCat("idempotency key '", key,
-                                                     "' was used to measure another candidate (",
-                                                     prior->first, ")"));
+        return KeyUsedBefore(
+            absl::StrCat("idempotency key '", key, "' was used to measure another candidate (",
+                         prior->first, ")"),
+            prior->first);
       job_id = prior->second;
       return absl::OkStatus();
     }
@@ -694,7 +710,7 @@ absl::StatusOr<int64_t> Orchestrator::Measure(const std::string& candidate,
   return job_id;
 }
 
-absl::StatusOr<service::RegressReply> Orchestrator::Regress(const std::string& contract_id) {
+absl::StatusOr<v1::RegressReply> Orchestrator::Regress(const std::string& contract_id) {
   CAKE_ASSIGN_OR_RETURN(contract::Contract c, ledger_->contracts().Get(contract_id));
   (void)c;
   CAKE_ASSIGN_OR_RETURN(std::string incumbent, ledger_->contracts().Incumbent(contract_id));
@@ -702,15 +718,15 @@ absl::StatusOr<service::RegressReply> Orchestrator::Regress(const std::string& c
     return absl::FailedPreconditionError(
         absl::StrCat("contract ", contract_id, " has no incumbent yet"));
   if (!execution_device_) return absl::FailedPreconditionError(device_note_);
-  service::RegressReply reply;
+  v1::RegressReply reply;
   reply.set_incumbent(incumbent);
   CAKE_ASSIGN_OR_RETURN(int64_t job, EnqueueValidate(incumbent, JobKind::kRegress));
   reply.set_job_id(job);
   return reply;
 }
 
-absl::StatusOr<service::StatusReply> Orchestrator::Status() {
-  service::StatusReply s;
+absl::StatusOr<v1::StatusReply> Orchestrator::Status() {
+  v1::StatusReply s;
   s.set_version(CAKE_VERSION);
   s.set_boot_id(boot_id_);
   s.set_containment(containment_ ? containment_->Describe() : "not started");
@@ -719,7 +735,7 @@ absl::StatusOr<service::StatusReply> Orchestrator::Status() {
   s.set_device_note(device_note_);
   if (lanes_)
     for (const gpuqueue::Lanes::DeviceState& d : lanes_->States()) {
-      service::DeviceStatus* ds = s.add_devices();
+      v1::DeviceStatus* ds = s.add_devices();
       ds->set_name(d.name);
       ds->set_state(d.state);
     }
@@ -731,7 +747,7 @@ absl::StatusOr<service::StatusReply> Orchestrator::Status() {
   CAKE_ASSIGN_OR_RETURN(auto contracts, ledger_->contracts().List(&corrupt));
   for (const std::string& id : corrupt) s.add_corrupt_contracts(id);
   for (const auto& [id, c] : contracts) {
-    service::ContractStatus* cs = s.add_contracts();
+    v1::ContractStatus* cs = s.add_contracts();
     cs->set_contract_id(id);
     cs->set_name(c.name());
     CAKE_ASSIGN_OR_RETURN(std::string inc, ledger_->contracts().Incumbent(id));
@@ -743,7 +759,7 @@ absl::StatusOr<service::StatusReply> Orchestrator::Status() {
   }
   CAKE_ASSIGN_OR_RETURN(auto failures, ledger_->jobs().RecentFailed(5));
   for (const ledger::Job& j : failures) {
-    service::JobFailure* f = s.add_recent_failures();
+    v1::JobFailure* f = s.add_recent_failures();
     f->set_job_id(j.id);
     f->set_candidate_id(j.candidate_id);
     f->set_kind(ledger::JobKindName(j.kind));

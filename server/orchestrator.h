@@ -75,15 +75,17 @@ class Orchestrator : private gpuqueue::LaneWork {
   // (SHUTDOWN attempts, not counted against max_attempts). Returns within seconds.
   void Stop();
 
-  absl::StatusOr<service::CreateContractReply> CreateContract(const contract::Contract& c);
-  absl::StatusOr<service::GetContractReply> GetContract(const std::string& id, Role role);
-  absl::StatusOr<service::ProposeReply> Propose(const service::ProposeRequest& req, Role role);
+  absl::StatusOr<v1::CreateContractReply> CreateContract(const contract::Contract& c);
+  absl::StatusOr<v1::GetContractReply> GetContract(const std::string& id, Role role);
+  absl::StatusOr<v1::ProposeReply> Propose(const v1::ProposeRequest& req, Role role);
   absl::StatusOr<evidence::Candidate> GetCandidate(const std::string& id, Role role);
-  absl::StatusOr<service::ListCandidatesReply> ListCandidates(
-      const service::ListCandidatesRequest& req, Role role);
+  // server/orchestrator_inspect.cc.
+  absl::StatusOr<v1::InspectReply> Inspect(const v1::InspectRequest& req, Role role);
+  absl::StatusOr<v1::ListCandidatesReply> ListCandidates(const v1::ListCandidatesRequest& req,
+                                                         Role role);
   absl::StatusOr<int64_t> Measure(const std::string& candidate, const std::string& key);
-  absl::StatusOr<service::RegressReply> Regress(const std::string& contract_id);
-  absl::StatusOr<service::StatusReply> Status();
+  absl::StatusOr<v1::RegressReply> Regress(const std::string& contract_id);
+  absl::StatusOr<v1::StatusReply> Status();
   absl::StatusOr<std::vector<ledger::Event>> Events(int64_t after, int limit);
   // Returns once an event after `after` may exist, or after `timeout`.
   void WaitForEvent(int64_t after, std::chrono::milliseconds timeout);
@@ -95,8 +97,8 @@ class Orchestrator : private gpuqueue::LaneWork {
  private:
   // A proposal whose hypothesis failed before, citing nothing recorded since, is answered with
   // the failed candidate's record; nullopt when it is not such a repeat.
-  absl::StatusOr<std::optional<service::ProposeReply>> AnswerRepeatedFailure(
-      const service::ProposeRequest& req, const std::string& schedule_hash);
+  absl::StatusOr<std::optional<v1::ProposeReply>> AnswerRepeatedFailure(
+      const v1::ProposeRequest& req, const std::string& schedule_hash);
 
   // gpuqueue::LaneWork: what the lanes run.
   std::vector<int64_t> Queued(bool gpu) override;

@@ -1,15 +1,12 @@
 #include "service.h"
 
 #include "absl/strings/str_cat.h"
+#include "error_detail.h"
+#include "inspect_view.h"
 #include "request_limits.h"
 
 namespace cake::server {
 namespace {}  // namespace
-
-grpc::Status ToGrpc(const absl::Status& s) {
-  if (s.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
-}
 
 absl::StatusOr<Role> CakeServiceImpl::Authorize(grpc::ServerContext* ctx,
                                                 std::initializer_list<Role> allowed) {
@@ -37,8 +34,8 @@ absl::StatusOr<Role> CakeServiceImpl::Authorize(grpc::ServerContext* ctx,
   const Role var = *var##_or
 
 grpc::Status CakeServiceImpl::CreateContract(grpc::ServerContext* ctx,
-                                             const service::CreateContractRequest* req,
-                                             service::CreateContractReply* reply) {
+                                             const v1::CreateContractRequest* req,
+                                             v1::CreateContractReply* reply) {
   CAKE_AUTHORIZE(role, Role::kOperator);
   (void)role;
   auto r = orch_->CreateContract(req->contract());
@@ -48,8 +45,8 @@ grpc::Status CakeServiceImpl::CreateContract(grpc::ServerContext* ctx,
 }
 
 grpc::Status CakeServiceImpl::GetContract(grpc::ServerContext* ctx,
-                                          const service::GetContractRequest* req,
-                                          service::GetContractReply* reply) {
+                                          const v1::GetContractRequest* req,
+                                          v1::GetContractReply* reply) {
   CAKE_AUTHORIZE(role, Role::kOperator, Role::kAgent, Role::kCi);
   auto r = orch_->GetContract(req->contract_id(), role);
   if (!r.ok()) return ToGrpc(r.status());
@@ -57,8 +54,8 @@ grpc::Status CakeServiceImpl::GetContract(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
-grpc::Status CakeServiceImpl::Propose(grpc::ServerContext* ctx, const service::ProposeRequest* req,
-                                      service::ProposeReply* reply) {
+grpc::Status CakeServiceImpl::Propose(grpc::ServerContext* ctx, const v1::ProposeRequest* req,
+                                      v1::ProposeReply* reply) {
   CAKE_AUTHORIZE(role, Role::kOperator, Role::kAgent, Role::kCi);
   auto r = orch_->Propose(*req, role);
   if (!r.ok()) return ToGrpc(r.status());
@@ -67,7 +64,7 @@ grpc::Status CakeServiceImpl::Propose(grpc::ServerContext* ctx, const service::P
 }
 
 grpc::Status CakeServiceImpl::GetCandidate(grpc::ServerContext* ctx,
-                                           const service::GetCandidateRequest* req,
+                                           const v1::GetCandidateRequest* req,
                                            evidence::Candidate* reply) {
   CAKE_AUTHORIZE(role, Role::kOperator, Role::kAgent, Role::kCi);
   auto r = orch_->GetCandidate(req->candidate_id(), role);
@@ -76,9 +73,18 @@ grpc::Status CakeServiceImpl::GetCandidate(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
+grpc::Status CakeServiceImpl::Inspect(grpc::ServerContext* ctx, const v1::InspectRequest* req,
+                                      v1::InspectReply* reply) {
+  CAKE_AUTHORIZE(role, Role::kOperator, Role::kAgent, Role::kCi);
+  auto r = orch_->Inspect(*req, role);
+  if (!r.ok()) return ToGrpc(r.status());
+  *reply = *std::move(r);
+  return grpc::Status::OK;
+}
+
 grpc::Status CakeServiceImpl::ListCandidates(grpc::ServerContext* ctx,
-                                             const service::ListCandidatesRequest* req,
-                                             service::ListCandidatesReply* reply) {
+                                             const v1::ListCandidatesRequest* req,
+                                             v1::ListCandidatesReply* reply) {
   CAKE_AUTHORIZE(role, Role::kOperator, Role::kAgent, Role::kCi);
   auto r = orch_->ListCandidates(*req, role);
   if (!r.ok()) return ToGrpc(r.status());
@@ -86,8 +92,8 @@ grpc::Status CakeServiceImpl::ListCandidates(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
-grpc::Status CakeServiceImpl::Measure(grpc::ServerContext* ctx, const service::MeasureRequest* req,
-                                      service::MeasureReply* reply) {
+grpc::Status CakeServiceImpl::Measure(grpc::ServerContext* ctx, const v1::MeasureRequest* req,
+                                      v1::MeasureReply* reply) {
   CAKE_AUTHORIZE(role, Role::kOperator, Role::kAgent, Role::kCi);
   (void)role;
   auto r = orch_->Measure(req->candidate_id(), req->idempotency_key());
@@ -96,8 +102,8 @@ grpc::Status CakeServiceImpl::Measure(grpc::ServerContext* ctx, const service::M
   return grpc::Status::OK;
 }
 
-grpc::Status CakeServiceImpl::Status(grpc::ServerContext* ctx, const service::StatusRequest* req,
-                                     service::StatusReply* reply) {
+grpc::Status CakeServiceImpl::Status(grpc::ServerContext* ctx, const v1::StatusRequest* req,
+                                     v1::StatusReply* reply) {
   CAKE_AUTHORIZE(role, Role::kOperator, Role::kAgent, Role::kCi);
   (void)role;
   auto r = orch_->Status();
@@ -106,8 +112,8 @@ grpc::Status CakeServiceImpl::Status(grpc::ServerContext* ctx, const service::St
   return grpc::Status::OK;
 }
 
-grpc::Status CakeServiceImpl::Regress(grpc::ServerContext* ctx, const service::RegressRequest* req,
-                                      service::RegressReply* reply) {
+grpc::Status CakeServiceImpl::Regress(grpc::ServerContext* ctx, const v1::RegressRequest* req,
+                                      v1::RegressReply* reply) {
   CAKE_AUTHORIZE(role, Role::kOperator, Role::kCi);
   (void)role;
   auto r = orch_->Regress(req->contract_id());
@@ -116,34 +122,18 @@ grpc::Status CakeServiceImpl::Regress(grpc::ServerContext* ctx, const service::R
   return grpc::Status::OK;
 }
 
-namespace {
-
-service::Event EventProto(const ledger::Event& e) {
-  service::Event out;
-  out.set_id(e.id);
-  out.set_created_unix_ms(e.created_ms);
-  out.set_kind(e.kind);
-  out.set_candidate_id(e.candidate_id);
-  out.set_job_id(e.job_id);
-  out.set_message(e.message);
-  return out;
-}
-
-}  // namespace
-
-grpc::Status CakeServiceImpl::ListEvents(grpc::ServerContext* ctx,
-                                         const service::ListEventsRequest* req,
-                                         service::ListEventsReply* reply) {
+grpc::Status CakeServiceImpl::ListEvents(grpc::ServerContext* ctx, const v1::ListEventsRequest* req,
+                                         v1::ListEventsReply* reply) {
   CAKE_AUTHORIZE(role, Role::kOperator, Role::kAgent, Role::kCi);
   (void)role;
   auto r = orch_->Events(req->after_id(), req->limit());
   if (!r.ok()) return ToGrpc(r.status());
-  for (const ledger::Event& e : *r) *reply->add_events() = EventProto(e);
+  for (const ledger::Event& e : *r) *reply->add_events() = EventView(e);
   return grpc::Status::OK;
 }
 
-grpc::Status CakeServiceImpl::Watch(grpc::ServerContext* ctx, const service::WatchRequest* req,
-                                    grpc::ServerWriter<service::Event>* writer) {
+grpc::Status CakeServiceImpl::Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req,
+                                    grpc::ServerWriter<v1::Event>* writer) {
   CAKE_AUTHORIZE(role, Role::kOperator, Role::kAgent, Role::kCi);
   (void)role;
   // Each watch holds a server thread: their number is bounded.
@@ -161,7 +151,7 @@ grpc::Status CakeServiceImpl::Watch(grpc::ServerContext* ctx, const service::Wat
     auto events = orch_->Events(after, 200);
     if (!events.ok()) return ToGrpc(events.status());
     for (const ledger::Event& e : *events) {
-      if (!writer->Write(EventProto(e))) return grpc::Status::CANCELLED;
+      if (!writer->Write(EventView(e))) return grpc::Status::CANCELLED;
       after = e.id;
     }
     if (!events->empty()) continue;

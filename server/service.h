@@ -7,34 +7,33 @@
 
 #include "auth.h"
 #include "cake/service.grpc.pb.h"
+#include "error_detail.h"
 #include "orchestrator.h"
 
 namespace cake::server {
 
-class CakeServiceImpl final : public service::CakeService::Service {
+class CakeServiceImpl final : public v1::CakeService::Service {
  public:
   CakeServiceImpl(Orchestrator* orch, const TokenTable* tokens) : orch_(orch), tokens_(tokens) {}
 
-  grpc::Status CreateContract(grpc::ServerContext*, const service::CreateContractRequest*,
-                              service::CreateContractReply*) override;
-  grpc::Status GetContract(grpc::ServerContext*, const service::GetContractRequest*,
-                           service::GetContractReply*) override;
-  grpc::Status Propose(grpc::ServerContext*, const service::ProposeRequest*,
-                       service::ProposeReply*) override;
-  grpc::Status GetCandidate(grpc::ServerContext*, const service::GetCandidateRequest*,
+  grpc::Status CreateContract(grpc::ServerContext*, const v1::CreateContractRequest*,
+                              v1::CreateContractReply*) override;
+  grpc::Status GetContract(grpc::ServerContext*, const v1::GetContractRequest*,
+                           v1::GetContractReply*) override;
+  grpc::Status Propose(grpc::ServerContext*, const v1::ProposeRequest*, v1::ProposeReply*) override;
+  grpc::Status GetCandidate(grpc::ServerContext*, const v1::GetCandidateRequest*,
                             evidence::Candidate*) override;
-  grpc::Status ListCandidates(grpc::ServerContext*, const service::ListCandidatesRequest*,
-                              service::ListCandidatesReply*) override;
-  grpc::Status Measure(grpc::ServerContext*, const service::MeasureRequest*,
-                       service::MeasureReply*) override;
-  grpc::Status Status(grpc::ServerContext*, const service::StatusRequest*,
-                      service::StatusReply*) override;
-  grpc::Status Regress(grpc::ServerContext*, const service::RegressRequest*,
-                       service::RegressReply*) override;
-  grpc::Status ListEvents(grpc::ServerContext*, const service::ListEventsRequest*,
-                          service::ListEventsReply*) override;
-  grpc::Status Watch(grpc::ServerContext*, const service::WatchRequest*,
-                     grpc::ServerWriter<service::Event>*) override;
+  grpc::Status Inspect(grpc::ServerContext* ctx, const v1::InspectRequest* req,
+                       v1::InspectReply* reply) override;
+  grpc::Status ListCandidates(grpc::ServerContext*, const v1::ListCandidatesRequest*,
+                              v1::ListCandidatesReply*) override;
+  grpc::Status Measure(grpc::ServerContext*, const v1::MeasureRequest*, v1::MeasureReply*) override;
+  grpc::Status Status(grpc::ServerContext*, const v1::StatusRequest*, v1::StatusReply*) override;
+  grpc::Status Regress(grpc::ServerContext*, const v1::RegressRequest*, v1::RegressReply*) override;
+  grpc::Status ListEvents(grpc::ServerContext*, const v1::ListEventsRequest*,
+                          v1::ListEventsReply*) override;
+  grpc::Status Watch(grpc::ServerContext*, const v1::WatchRequest*,
+                     grpc::ServerWriter<v1::Event>*) override;
 
   // Open watches end (UNAVAILABLE) within a poll interval: call before Server::Shutdown.
   void BeginShutdown() { stopping_ = true; }
@@ -48,7 +47,5 @@ class CakeServiceImpl final : public service::CakeService::Service {
   std::atomic<bool> stopping_{false};
   std::atomic<int> watches_{0};
 };
-
-grpc::Status ToGrpc(const absl::Status& s);
 
 }  // namespace cake::server

@@ -71,12 +71,9 @@ _CANDIDATE = message_schema(service_pb2.GetCandidateRequest.DESCRIPTOR)
 TOOLS = {
     "status": ("Devices, queue, contracts and their incumbents, recent failures.",
                message_schema(service_pb2.StatusRequest.DESCRIPTOR)),
-    "inspect": ("A contract (held-out rows hidden) or a candidate: a compact summary; "
-                "detail=true for every record.",
-                {"type": "object", "additionalProperties": False,
-                 "properties": {"candidate_id": {"type": "string"},
-                                "contract_id": {"type": "string"},
-                                "detail": {"type": "boolean"}},
+    "inspect": ("A candidate or a contract (its incumbent): a compact summary with bottlenecks, "
+                "branches and recent failures; `sections` add detail within max_bytes.",
+                {**message_schema(service_pb2.InspectRequest.DESCRIPTOR),
                  "oneOf": [{"required": ["candidate_id"]}, {"required": ["contract_id"]}]}),
     "propose": ("Propose a schedule (cake.ir.Module text) for a contract, with its hypothesis: "
                 "parent, changed_decisions, expected_effect, falsification.",
@@ -138,10 +135,8 @@ class Tools:
         if name == "status":
             return _json(self.client.status())
         if name == "inspect":
-            if "contract_id" in args:
-                return _json(self.client.contract(args["contract_id"]))
-            c = self.client.candidate(args["candidate_id"])
-            return _json(c) if args.get("detail") else _summary(c)
+            req = json_format.ParseDict(args, service_pb2.InspectRequest())
+            return _json(self.client._call("Inspect", req))
         if name == "propose":
             req = json_format.ParseDict(args, service_pb2.ProposeRequest())
             return _json(self.client._call("Propose", req))
@@ -183,9 +178,12 @@ def build_server(tools: Tools) -> Server:
         try:
             result = await anyio.to_thread.run_sync(tools.call, params.name, args)
         except CakeError as e:
+            error = {"code": e.code.name, "message": e.message}
+            if e.detail is not None:
+                error["detail"] = _json(e.detail)
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text=f"{e.code.name}: {e.message}")],
-                is_error=True)
+                structured_content={"error": error}, is_error=True)
         except json_format.ParseError as e:
             raise MCPError(types.INVALID_PARAMS, f"arguments: {e}") from None
         return types.CallToolResult(

@@ -62,7 +62,7 @@ class McpAdapterTest(unittest.TestCase):
         propose = next(t for t in tools if t.name == "propose")
         props = propose.input_schema["properties"]
         self.assertEqual(propose.input_schema["required"], ["contract_id", "schedule_text"])
-        # Derived from cake.service.ProposeRequest and cake.evidence.Hypothesis.
+        # Derived from cake.v1.ProposeRequest and cake.evidence.Hypothesis.
         self.assertIn("idempotency_key", props)
         self.assertEqual(props["hypothesis"]["properties"]["changed_decisions"]["type"], "array")
 
@@ -81,6 +81,16 @@ class McpAdapterTest(unittest.TestCase):
             c = await sess.call_tool("compile", {"candidate_id": cid, "wait_s": 300})
             v = await sess.call_tool("validate", {"candidate_id": cid, "wait_s": 60})
             i = await sess.call_tool("inspect", {"candidate_id": cid})
+            d = await sess.call_tool("inspect", {"candidate_id": cid,
+                                                 "sections": ["DIAGNOSTICS", "RECEIPT"]})
+            small = await sess.call_tool("inspect", {"candidate_id": cid, "sections": ["RECEIPT"],
+                                                     "max_bytes": 2048})
+            self.assertFalse(d.is_error, d.content)
+            self.assertEqual(d.structured_content["granted"], ["DIAGNOSTICS", "RECEIPT"])
+            self.assertIn("sass_census", d.structured_content["candidate"]["receipt"])
+            # The summary leaves the SASS census out; a tight bound names what it left out.
+            self.assertNotIn("sass_census", i.structured_content["candidate"].get("receipt", {}))
+            self.assertEqual(small.structured_content.get("omitted"), ["RECEIPT"])
             return a.structured_content, c.structured_content, v.structured_content, \
                 i.structured_content
 
@@ -91,7 +101,12 @@ class McpAdapterTest(unittest.TestCase):
         self.assertEqual(v["state"], "COMPILED")
         self.assertIn("no execution device", v["note"])
         self.assertFalse(v["eligibility"].get("eligible", False))
-        self.assertEqual(i["state"], "COMPILED")
+        self.assertEqual(i["candidate"]["state"], "COMPILED")
+        self.assertTrue(any(b.startswith("resources (sm_120f receipt): ") for b in i["bottlenecks"]),
+                        i["bottlenecks"])
+        self.assertTrue(any(b.startswith("missing evidence: ") for b in i["bottlenecks"]),
+                        i["bottlenecks"])
+        self.assertIn("gemm_bf16_tn", i["contract_summary"])
 
     def test_an_illegal_schedule_gets_diagnostics_with_repairs(self):
         bad = Schedule.gemm().with_tile(256, 256, 64).pipeline(stages=4)
@@ -155,6 +170,10 @@ class McpAdapterTest(unittest.TestCase):
         self.assertTrue(big.is_error)
         self.assertIn("INVALID_ARGUMENT", big.content[0].text)  # over the schedule-text limit
         self.assertIn("262144", big.content[0].text)
+        # The refusal's detail names the field, the limit and the diagnostic, for programs.
+        detail = big.structured_content["error"]["detail"]
+        self.assertEqual(detail["field"], "schedule_text")
+        self.assertEqual(detail["limit"], "262144")
         self.assertTrue(measure.is_error)
         self.assertIn("FAILED_PRECONDITION", measure.content[0].text)
         self.assertTrue(missing.is_error)

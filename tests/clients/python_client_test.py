@@ -111,6 +111,30 @@ class PythonClientTest(unittest.TestCase):
         ).candidate_id, timeout_s=300)
         self.assertEqual(fixed.state, evidence_pb2.COMPILED, fixed.status_note)
 
+    def test_a_swizzled_build_is_the_proposer_s_swizzled_point(self):
+        # The same canonical schedule as the built-in proposer's "128x128x32 w2x2 s4 swz64":
+        # proposing both gives one candidate.
+        out = tempfile.mkdtemp(prefix="cake-space.")
+        try:
+            cakectl = os.path.join(os.path.dirname(os.environ["CAKED_PATH"]), "cakectl")
+            subprocess.run([cakectl, "space", "gemm_bf16_tn", "--out", out], check=True,
+                           stdout=subprocess.DEVNULL)
+            labels = dict(line.split("\t")[::-1] for line in
+                          open(os.path.join(out, "labels.txt")).read().splitlines())
+            name = next(v for k, v in labels.items() if k.startswith("128x128x32 w2x2 s4 swz64"))
+            with open(os.path.join(out, name)) as f:
+                first = self.client.propose(self.contract, f.read())
+        finally:
+            shutil.rmtree(out)
+        built = Schedule.gemm().pipeline(stages=4).with_swizzle(64)
+        self.assertEqual(built.label(), "128x128x32 w2x2 s4 swz64")
+        self.assertEqual(list(built.changed), ["pipeline", "swizzle"])
+        again = self.client.propose(self.contract, built)
+        self.assertTrue(again.duplicate, again)
+        self.assertEqual(again.candidate_id, first.candidate_id)
+        with self.assertRaises(ScheduleError):
+            Schedule.gemm().with_swizzle(32)
+
     def test_the_builder_refuses_what_the_ir_cannot_express(self):
         for bad in (lambda: Schedule.gemm().with_tile(100, 128),
                     lambda: Schedule.gemm().with_tile(128, 128, 0),

@@ -188,17 +188,17 @@ bool StartDaemon(Daemon& d, const fs::path& config, const std::vector<std::strin
 }
 
 std::string CreateContract(Daemon& d, CampaignResult* r) {
-  service::CreateContractRequest req;
+  v1::CreateContractRequest req;
   *req.mutable_contract() = BundledContract();
-  service::CreateContractReply reply;
+  v1::CreateContractReply reply;
   grpc::Status s = d.stub()->CreateContract(d.Ctx("operator").get(), req, &reply);
   if (!s.ok()) r->failures.push_back("CreateContract: " + s.error_message());
   return reply.contract_id();
 }
 
 grpc::Status Propose(Daemon& d, const std::string& contract, int n, const std::string& key,
-                     service::ProposeReply* reply, int deadline_s = 10) {
-  service::ProposeRequest req;
+                     v1::ProposeReply* reply, int deadline_s = 10) {
+  v1::ProposeRequest req;
   req.set_contract_id(contract);
   req.set_schedule_text(Schedule(n));
   req.set_idempotency_key(key);
@@ -218,7 +218,7 @@ int64_t StuckCandidates(LedgerReader& l) {
 bool WaitIdle(Daemon& d, std::chrono::seconds timeout) {
   const auto end = Clock::now() + timeout;
   while (Clock::now() < end) {
-    service::StatusReply st;
+    v1::StatusReply st;
     if (d.stub()->Status(d.Ctx().get(), {}, &st).ok() && st.queued_jobs() == 0 &&
         st.running_jobs() == 0)
       return true;
@@ -275,7 +275,7 @@ CampaignResult RunKillCampaign(const CampaignOptions& o) {
           }
         }
         const std::string key = absl::StrCat("k", i, "-", j);
-        service::ProposeReply reply;
+        v1::ProposeReply reply;
         grpc::Status s = Propose(d, contract, n, key, &reply, 5);
         std::lock_guard<std::mutex> lock(mu);
         ++proposals;
@@ -374,10 +374,10 @@ CampaignResult RunRestartCampaign(const CampaignOptions& o) {
     if (!StartDaemon(d, config, {}, &r, absl::StrCat("restart ", i))) break;
     if (contract.empty()) contract = CreateContract(d, &r);
     // Keep a few jobs waiting so that one is always running when the daemon goes down.
-    service::StatusReply st;
+    v1::StatusReply st;
     d.stub()->Status(d.Ctx().get(), {}, &st);
     for (int64_t q = st.queued_jobs(); q < 3; ++q) {
-      service::ProposeReply reply;
+      v1::ProposeReply reply;
       if (Propose(d, contract, 100000 + next, absl::StrCat("r", next), &reply).ok())
         acked.push_back(reply.candidate_id());
       ++next;
@@ -485,7 +485,7 @@ CampaignResult RunHostileSuite(const CampaignOptions& o) {
           return c.state() == evidence::COMPILED || c.state() == evidence::REJECTED;
         },
         std::chrono::seconds(60));
-    service::GetCandidateRequest req;
+    v1::GetCandidateRequest req;
     req.set_candidate_id(id);
     evidence::Candidate c;
     d.stub()->GetCandidate(d.Ctx().get(), req, &c);
@@ -494,7 +494,7 @@ CampaignResult RunHostileSuite(const CampaignOptions& o) {
   for (int round = 0; round < o.hostile_rounds; ++round)
     for (const std::string& b : behaviors) {
       std::ofstream(faults / "behavior", std::ios::trunc) << b;
-      service::ProposeReply reply;
+      v1::ProposeReply reply;
       if (!Propose(d, contract, n++, "", &reply).ok()) {
         r.failures.push_back(b + ": propose failed");
         continue;
@@ -543,7 +543,7 @@ CampaignResult RunHostileSuite(const CampaignOptions& o) {
       if (ok) ++contained;
       // The next job is clean: the real worker, in the same daemon, compiles.
       std::ofstream(faults / "behavior", std::ios::trunc) << "ok";
-      service::ProposeReply next;
+      v1::ProposeReply next;
       if (Propose(d, contract, n++, "", &next).ok() &&
           settle(next.candidate_id()).state() == evidence::COMPILED) {
         ++clean_after;

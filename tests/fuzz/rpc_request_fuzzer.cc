@@ -71,7 +71,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const Role role = (which & 1) ? Role::kAgent : Role::kOperator;
   switch (which) {
     case 'P': {  // Propose with this schedule text
-      cake::service::ProposeRequest req;
+      cake::v1::ProposeRequest req;
       req.set_contract_id(w.contract);
       req.set_schedule_text(std::string(reinterpret_cast<const char*>(data), size));
       if (cake::server::CheckRequestLimits(req).ok()) (void)w.orch->Propose(req, role);
@@ -79,44 +79,44 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     case 'p':
     case 'q': {
-      cake::service::ProposeRequest req;
+      cake::v1::ProposeRequest req;
       if (!Decode(data, size, &req)) break;
       if (req.contract_id().empty()) req.set_contract_id(w.contract);
       (void)w.orch->Propose(req, role);
       break;
     }
     case 'c': {
-      cake::service::CreateContractRequest req;
+      cake::v1::CreateContractRequest req;
       if (Decode(data, size, &req)) (void)w.orch->CreateContract(req.contract());
       break;
     }
     case 'l':
     case 'm': {
-      cake::service::ListCandidatesRequest req;
+      cake::v1::ListCandidatesRequest req;
       if (Decode(data, size, &req)) (void)w.orch->ListCandidates(req, role);
       break;
     }
     case 'M': {
-      cake::service::MeasureRequest req;
+      cake::v1::MeasureRequest req;
       if (Decode(data, size, &req))
         (void)w.orch->Measure(req.candidate_id(), req.idempotency_key());
       break;
     }
     case 'g':
     case 'h': {
-      cake::service::GetCandidateRequest req;
+      cake::v1::GetCandidateRequest req;
       if (Decode(data, size, &req)) (void)w.orch->GetCandidate(req.candidate_id(), role);
-      cake::service::GetContractRequest creq;
+      cake::v1::GetContractRequest creq;
       if (Decode(data, size, &creq)) (void)w.orch->GetContract(creq.contract_id(), role);
       break;
     }
     case 'e': {
-      cake::service::ListEventsRequest req;
+      cake::v1::ListEventsRequest req;
       if (Decode(data, size, &req)) (void)w.orch->Events(req.after_id(), req.limit());
       break;
     }
     case 'r': {
-      cake::service::RegressRequest req;
+      cake::v1::RegressRequest req;
       if (Decode(data, size, &req)) (void)w.orch->Regress(req.contract_id());
       break;
     }

@@ -316,7 +316,7 @@ TEST_F(LedgerTest, MigratesARealVersionOneLedgerWithoutLosingRows) {
       << err;
 }
 
-TEST(HypothesisKeyTest, SameParentAndDecisionsInAnyOrderAndCaseMatch) {
+TEST(HypothesisKeyTest, SameParentDecisionsAndEffectInAnyOrderAndCaseMatch) {
   evidence::Hypothesis a, b;
   a.set_parent("c1");
   a.add_changed_decisions("tile 128x64");
@@ -326,8 +326,11 @@ TEST(HypothesisKeyTest, SameParentAndDecisionsInAnyOrderAndCaseMatch) {
   b.add_changed_decisions("STAGES ");
   b.add_changed_decisions("tile   128x64");
   b.add_changed_decisions("stages");
-  b.set_expected_effect("another wording");
+  b.set_expected_effect("One   WORDING ");
   EXPECT_EQ(ledger::HypothesisKey(a), ledger::HypothesisKey(b));
+  b.set_expected_effect("another wording");
+  EXPECT_NE(ledger::HypothesisKey(a), ledger::HypothesisKey(b)) << "another claimed effect";
+  b.set_expected_effect("one wording");
   EXPECT_FALSE(ledger::HypothesisKey(a).empty());
   b.set_parent("c2");
   EXPECT_NE(ledger::HypothesisKey(a), ledger::HypothesisKey(b));

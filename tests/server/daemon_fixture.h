@@ -107,14 +107,14 @@ class Daemon {
     c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
     return c;
   }
-  service::CakeService::Stub* stub() { return stub_.get(); }
+  v1::CakeService::Stub* stub() { return stub_.get(); }
 
   // Polls until pred(candidate) holds or the timeout passes.
   bool WaitFor(const std::string& id, const std::function<bool(const evidence::Candidate&)>& pred,
                std::chrono::seconds timeout = std::chrono::seconds(120)) {
     const auto end = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < end) {
-      service::GetCandidateRequest req;
+      v1::GetCandidateRequest req;
       req.set_candidate_id(id);
       evidence::Candidate c;
       if (stub_->GetCandidate(Ctx().get(), req, &c).ok() && pred(c)) return true;
@@ -137,7 +137,7 @@ class Daemon {
     // A restarted daemon listens on the same path: a fresh channel must not share a subchannel
     // still connected to the dead one.
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    stub_ = service::CakeService::NewStub(
+    stub_ = v1::CakeService::NewStub(
         grpc::CreateCustomChannel(Address(), grpc::InsecureChannelCredentials(), args));
   }
   std::filesystem::path state_;
@@ -145,7 +145,7 @@ class Daemon {
   bool no_gpu_ = true;
   pid_t pid_ = 0;
   int exit_status_ = 0;
-  std::unique_ptr<service::CakeService::Stub> stub_;
+  std::unique_ptr<v1::CakeService::Stub> stub_;
 };
 
 // The bundled warp-GEMM contract with its baseline schedule, and its creation by the operator.
@@ -158,9 +158,9 @@ inline contract::Contract BundledContract() {
 }
 
 inline std::string CreateContract(Daemon& d) {
-  service::CreateContractRequest req;
+  v1::CreateContractRequest req;
   *req.mutable_contract() = BundledContract();
-  service::CreateContractReply reply;
+  v1::CreateContractReply reply;
   grpc::Status s = d.stub()->CreateContract(d.Ctx("operator").get(), req, &reply);
   EXPECT_TRUE(s.ok()) << s.error_message();
   return reply.contract_id();
@@ -170,9 +170,9 @@ inline std::string CreateContract(Daemon& d) {
 // oldest candidate).
 inline evidence::Hypothesis AgentHypothesis(Daemon& d, const std::string& contract) {
   evidence::Hypothesis h;
-  service::ListCandidatesRequest lr;
+  v1::ListCandidatesRequest lr;
   lr.set_contract_id(contract);
-  service::ListCandidatesReply page;
+  v1::ListCandidatesReply page;
   if (d.stub()->ListCandidates(d.Ctx().get(), lr, &page).ok() && page.candidates_size() > 0)
     h.set_parent(page.candidates(page.candidates_size() - 1).id());
   h.add_changed_decisions("tile");

@@ -34,9 +34,9 @@ using testing::BundledContract;
 using testing::CreateContract;
 
 grpc::Status Propose(Daemon& d, const std::string& contract, const std::string& text,
-                     service::ProposeReply* reply, const std::string& role = "agent",
+                     v1::ProposeReply* reply, const std::string& role = "agent",
                      const std::string& key = "") {
-  service::ProposeRequest req;
+  v1::ProposeRequest req;
   req.set_contract_id(contract);
   req.set_schedule_text(text);
   req.set_idempotency_key(key);
@@ -68,20 +68,20 @@ TEST_F(DaemonTest, RoundStopsAtCompiledWithoutADeviceAndSaysSo) {
   Daemon d(state_);
   ASSERT_TRUE(d.Start()) << d.Log();
   const std::string contract = CreateContract(d);
-  service::StatusReply st;
+  v1::StatusReply st;
   ASSERT_TRUE(d.stub()->Status(d.Ctx().get(), {}, &st).ok());
   EXPECT_FALSE(st.execution_device());
   EXPECT_NE(st.device_note().find("no execution device"), std::string::npos);
-  service::GetContractReply gc;
-  service::GetContractRequest gr;
+  v1::GetContractReply gc;
+  v1::GetContractRequest gr;
   gr.set_contract_id(contract);
   ASSERT_TRUE(d.stub()->GetContract(d.Ctx("operator").get(), gr, &gc).ok());
-  service::ListCandidatesReply list;
+  v1::ListCandidatesReply list;
   ASSERT_TRUE(d.stub()->ListCandidates(d.Ctx().get(), {}, &list).ok());
   ASSERT_EQ(list.candidates_size(), 1);  // the baseline
   const std::string baseline = list.candidates(0).id();
   ASSERT_TRUE(d.WaitFor(baseline, Settled));
-  service::GetCandidateRequest req;
+  v1::GetCandidateRequest req;
   req.set_candidate_id(baseline);
   evidence::Candidate c;
   ASSERT_TRUE(d.stub()->GetCandidate(d.Ctx().get(), req, &c).ok());
@@ -90,7 +90,7 @@ TEST_F(DaemonTest, RoundStopsAtCompiledWithoutADeviceAndSaysSo) {
   EXPECT_EQ(c.receipt().outcome(), report::LoweringReceipt::PASS);
   EXPECT_EQ(c.analysis().verdict(), report::VERIFIED);
   // Agents never see held-out rows or held-out validation cases.
-  service::GetContractReply agent_view;
+  v1::GetContractReply agent_view;
   ASSERT_TRUE(d.stub()->GetContract(d.Ctx("agent").get(), gr, &agent_view).ok());
   EXPECT_EQ(agent_view.contract().rows_size() + 1, gc.contract().rows_size());
   EXPECT_EQ(agent_view.contract().validation().cases_size() + 1,
@@ -102,9 +102,9 @@ TEST_F(DaemonTest, RoundStopsAtCompiledWithoutADeviceAndSaysSo) {
   EXPECT_EQ(c.eligibility().optional_missing_size(), 2) << c.eligibility().summary();
   // Measuring a candidate without validation evidence is refused, naming what is missing;
   // optional evidence is not named as missing.
-  service::MeasureRequest mr;
+  v1::MeasureRequest mr;
   mr.set_candidate_id(baseline);
-  service::MeasureReply mreply;
+  v1::MeasureReply mreply;
   grpc::Status ms = d.stub()->Measure(d.Ctx("agent").get(), mr, &mreply);
   EXPECT_EQ(ms.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   for (const char* name : {"missing evidence: numerical_contract", "mutation_and_lifecycle",
@@ -125,8 +125,8 @@ TEST_F(DaemonTest, BranchesKeepTheirLinesAndARepeatedFailureIsAnsweredWithItsRec
   const std::string baseline = testing::AgentHypothesis(d, contract).parent();
   ASSERT_FALSE(baseline.empty());
   auto propose = [&](const workloads::gemm_bf16::WarpGemmParams& p, const std::string& branch,
-                     const evidence::Hypothesis& h, service::ProposeReply* reply) {
-    service::ProposeRequest req;
+                     const evidence::Hypothesis& h, v1::ProposeReply* reply) {
+    v1::ProposeRequest req;
     req.set_contract_id(contract);
     req.set_schedule_text(ScheduleText(p));
     req.set_branch(branch);
@@ -134,10 +134,10 @@ TEST_F(DaemonTest, BranchesKeepTheirLinesAndARepeatedFailureIsAnsweredWithItsRec
     return d.stub()->Propose(d.Ctx("agent").get(), req, reply);
   };
   auto count = [&](const std::string& branch) {
-    service::ListCandidatesRequest lr;
+    v1::ListCandidatesRequest lr;
     lr.set_contract_id(contract);
     lr.set_branch(branch);
-    service::ListCandidatesReply page;
+    v1::ListCandidatesReply page;
     EXPECT_TRUE(d.stub()->ListCandidates(d.Ctx().get(), lr, &page).ok());
     return page.candidates_size();
   };
@@ -148,7 +148,7 @@ TEST_F(DaemonTest, BranchesKeepTheirLinesAndARepeatedFailureIsAnsweredWithItsRec
   ktile.set_falsification("the analysis rejects it or the paired run is not FASTER");
   workloads::gemm_bf16::WarpGemmParams k24;
   k24.tile_k = 24;  // not a whole number of K=16 MMA steps: rejected by the analysis
-  service::ProposeReply failed;
+  v1::ProposeReply failed;
   ASSERT_TRUE(propose(k24, "ktile", ktile, &failed).ok());
   EXPECT_EQ(failed.branch(), "ktile");
   EXPECT_TRUE(failed.repeat_of().empty());
@@ -156,14 +156,14 @@ TEST_F(DaemonTest, BranchesKeepTheirLinesAndARepeatedFailureIsAnsweredWithItsRec
     return c.state() == evidence::REJECTED;
   }));
 
-  // The same hypothesis (decisions in other words' case and spacing), another schedule: answered
-  // with the failed record, nothing created.
+  // The same hypothesis (in other case and spacing), another schedule: answered with the failed
+  // record, nothing created.
   evidence::Hypothesis again = ktile;
   again.set_changed_decisions(0, "  TILE_K ");
-  again.set_expected_effect("a 40-wide k-tile is a better fit for the K loop of every row");
+  again.set_expected_effect("A 24-wide k-tile  cuts shared memory per stage by a quarter");
   workloads::gemm_bf16::WarpGemmParams k40;
   k40.tile_k = 40;
-  service::ProposeReply repeat;
+  v1::ProposeReply repeat;
   ASSERT_TRUE(propose(k40, "ktile", again, &repeat).ok());
   EXPECT_EQ(repeat.repeat_of(), failed.candidate_id());
   EXPECT_EQ(repeat.candidate_id(), failed.candidate_id());
@@ -183,11 +183,11 @@ TEST_F(DaemonTest, BranchesKeepTheirLinesAndARepeatedFailureIsAnsweredWithItsRec
   const auto space = workloads::gemm_bf16::WarpGemmCandidates();
   evidence::Hypothesis tile = ktile;
   tile.set_changed_decisions(0, "tile_m and tile_n");
-  service::ProposeReply on_main;
+  v1::ProposeReply on_main;
   ASSERT_TRUE(propose(space[1], "", tile, &on_main).ok());
   EXPECT_EQ(on_main.branch(), "main");
   again.add_new_evidence(on_main.candidate_id());
-  service::ProposeReply retried;
+  v1::ProposeReply retried;
   ASSERT_TRUE(propose(k40, "ktile", again, &retried).ok());
   EXPECT_TRUE(retried.repeat_of().empty());
   EXPECT_NE(retried.candidate_id(), failed.candidate_id());
@@ -198,7 +198,7 @@ TEST_F(DaemonTest, BranchesKeepTheirLinesAndARepeatedFailureIsAnsweredWithItsRec
   evidence::Hypothesis cross = tile;
   cross.set_parent(on_main.candidate_id());
   cross.set_changed_decisions(0, "stages");
-  service::ProposeReply r;
+  v1::ProposeReply r;
   grpc::Status s = propose(space[2], "ktile", cross, &r);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(s.error_message().find("is on branch 'main'"), std::string::npos) << s.error_message();
@@ -206,7 +206,7 @@ TEST_F(DaemonTest, BranchesKeepTheirLinesAndARepeatedFailureIsAnsweredWithItsRec
   EXPECT_EQ(r.branch(), "fork/stages");
   EXPECT_EQ(count("fork/stages"), 1);
   EXPECT_EQ(count(""), 5);  // baseline, on_main, two on ktile, one fork
-  service::GetCandidateRequest gr;
+  v1::GetCandidateRequest gr;
   gr.set_candidate_id(r.candidate_id());
   evidence::Candidate got;
   ASSERT_TRUE(d.stub()->GetCandidate(d.Ctx().get(), gr, &got).ok());
@@ -227,7 +227,7 @@ TEST_F(DaemonTest, ConcurrentProposalsFromSeveralClients) {
   std::vector<std::thread> clients;
   for (size_t i = 1; i < space.size(); ++i)
     clients.emplace_back([&, i] {
-      service::ProposeReply r;
+      v1::ProposeReply r;
       grpc::Status s = Propose(d, contract, ScheduleText(space[i]), &r);
       EXPECT_TRUE(s.ok()) << s.error_message();
       ids[i] = r.candidate_id();
@@ -238,7 +238,7 @@ TEST_F(DaemonTest, ConcurrentProposalsFromSeveralClients) {
   for (size_t i = 1; i < ids.size(); ++i)
     EXPECT_TRUE(d.WaitFor(ids[i], Compiled, std::chrono::seconds(240))) << ids[i] << d.Log();
   // The same schedule again is a duplicate, not a new candidate.
-  service::ProposeReply again;
+  v1::ProposeReply again;
   ASSERT_TRUE(Propose(d, contract, ScheduleText(space[1]), &again).ok());
   EXPECT_TRUE(again.duplicate());
   EXPECT_EQ(again.candidate_id(), ids[1]);
@@ -247,9 +247,9 @@ TEST_F(DaemonTest, ConcurrentProposalsFromSeveralClients) {
 TEST_F(DaemonTest, RolesAndTokens) {
   Daemon d(state_);
   ASSERT_TRUE(d.Start()) << d.Log();
-  service::CreateContractRequest req;
+  v1::CreateContractRequest req;
   *req.mutable_contract() = BundledContract();
-  service::CreateContractReply reply;
+  v1::CreateContractReply reply;
   grpc::Status agent = d.stub()->CreateContract(d.Ctx("agent").get(), req, &reply);
   EXPECT_EQ(agent.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   grpc::Status none = d.stub()->CreateContract(d.Ctx("").get(), req, &reply);
@@ -258,8 +258,8 @@ TEST_F(DaemonTest, RolesAndTokens) {
   bad->AddMetadata("authorization", "Bearer not-a-token");
   EXPECT_EQ(d.stub()->CreateContract(bad.get(), req, &reply).error_code(),
             grpc::StatusCode::UNAUTHENTICATED);
-  service::RegressRequest rr;
-  service::RegressReply rreply;
+  v1::RegressRequest rr;
+  v1::RegressReply rreply;
   EXPECT_EQ(d.stub()->Regress(d.Ctx("agent").get(), rr, &rreply).error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
   // Token files are private to the daemon's user.
@@ -272,13 +272,35 @@ TEST_F(DaemonTest, BadInputGetsTheRightStatusCodes) {
   Daemon d(state_);
   ASSERT_TRUE(d.Start({"--max-message-bytes", "65536"})) << d.Log();
   const std::string contract = CreateContract(d);
-  service::ProposeReply r;
+  v1::ProposeReply r;
   grpc::Status malformed = Propose(d, contract, "kernels { name: \"k\"\n  launch { x }\n", &r);
   EXPECT_EQ(malformed.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(malformed.error_message().rfind("schedule.textproto:2:", 0), 0u)
       << malformed.error_message();
+  // Each refusal carries its detail for programs (google.rpc.Status in the status details).
+  auto detail = [](const grpc::Status& s) {
+    v1::RpcStatus status;
+    v1::ErrorDetail out;
+    EXPECT_TRUE(status.ParseFromString(s.error_details())) << s.error_message();
+    EXPECT_EQ(status.code(), static_cast<int>(s.error_code()));
+    EXPECT_EQ(status.message(), s.error_message());
+    EXPECT_TRUE(status.details_size() == 1 && status.details(0).UnpackTo(&out));
+    return out;
+  };
+  EXPECT_EQ(detail(malformed).diagnostic_id(), report::DIAG_PARSE_ERROR);
+  EXPECT_EQ(detail(malformed).field(), "schedule_text");
+  {
+    v1::ProposeRequest long_key;
+    long_key.set_contract_id(contract);
+    long_key.set_schedule_text(ScheduleText({}));
+    long_key.mutable_hypothesis()->set_expected_effect(std::string(3000, 'e'));
+    grpc::Status s = d.stub()->Propose(d.Ctx("agent").get(), long_key, &r);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(detail(s).field(), "hypothesis.expected_effect");
+    EXPECT_EQ(detail(s).limit(), 2048);
+  }
   EXPECT_EQ(Propose(d, "ct-nope", ScheduleText({}), &r).error_code(), grpc::StatusCode::NOT_FOUND);
-  service::GetCandidateRequest gc;
+  v1::GetCandidateRequest gc;
   gc.set_candidate_id("c999-deadbeef");
   evidence::Candidate c;
   EXPECT_EQ(d.stub()->GetCandidate(d.Ctx().get(), gc, &c).error_code(),
@@ -290,17 +312,20 @@ TEST_F(DaemonTest, BadInputGetsTheRightStatusCodes) {
   workloads::gemm_bf16::WarpGemmParams other;
   other.stages = 2;
   ASSERT_TRUE(Propose(d, contract, ScheduleText(other), &r, "agent", "key-1").ok());
-  service::ProposeReply same;
+  v1::ProposeReply same;
   ASSERT_TRUE(Propose(d, contract, ScheduleText(other), &same, "agent", "key-1").ok());
   EXPECT_EQ(same.candidate_id(), r.candidate_id());
   other.stages = 4;
-  EXPECT_EQ(Propose(d, contract, ScheduleText(other), &r, "agent", "key-1").error_code(),
-            grpc::StatusCode::ALREADY_EXISTS);
+  const std::string first = r.candidate_id();
+  grpc::Status reused = Propose(d, contract, ScheduleText(other), &r, "agent", "key-1");
+  EXPECT_EQ(reused.error_code(), grpc::StatusCode::ALREADY_EXISTS);
+  EXPECT_EQ(detail(reused).earlier_candidate(), first);
+  EXPECT_EQ(detail(reused).field(), "idempotency_key");
   // A contract that does not make sense.
-  service::CreateContractRequest bad;
+  v1::CreateContractRequest bad;
   *bad.mutable_contract() = BundledContract();
   bad.mutable_contract()->mutable_rows(0)->mutable_problem()->mutable_gemm_bf16()->set_k(7);
-  service::CreateContractReply creply;
+  v1::CreateContractReply creply;
   EXPECT_EQ(d.stub()->CreateContract(d.Ctx().get(), bad, &creply).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
 }
@@ -311,7 +336,7 @@ TEST_F(DaemonTest, FullQueueIsResourceExhaustedNotAHang) {
   const std::string contract = CreateContract(d);  // baseline: 1 queued compile job
   int exhausted = 0;
   for (const auto& p : workloads::gemm_bf16::WarpGemmCandidates()) {
-    service::ProposeReply r;
+    v1::ProposeReply r;
     grpc::Status s = Propose(d, contract, ScheduleText(p), &r);
     if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) ++exhausted;
   }
@@ -326,29 +351,29 @@ TEST_F(DaemonTest, CrashedAndHungWorkersLeaveFailureRecordsAndTheNextJobSucceeds
                       {"CAKE_WORKER_FAULT_DIR=" + faults.string()}))
       << d.Log();
   const std::string contract = CreateContract(d);
-  service::ListCandidatesReply list;
+  v1::ListCandidatesReply list;
   ASSERT_TRUE(d.stub()->ListCandidates(d.Ctx().get(), {}, &list).ok());
   ASSERT_TRUE(d.WaitFor(list.candidates(0).id(), Settled));
   auto space = workloads::gemm_bf16::WarpGemmCandidates();
 
   std::ofstream(faults / "compile.crash") << "";
-  service::ProposeReply crashed;
+  v1::ProposeReply crashed;
   ASSERT_TRUE(Propose(d, contract, ScheduleText(space[1]), &crashed).ok());
   ASSERT_TRUE(d.WaitFor(crashed.candidate_id(), Settled));
-  service::ProposeReply after_crash;
+  v1::ProposeReply after_crash;
   ASSERT_TRUE(Propose(d, contract, ScheduleText(space[2]), &after_crash).ok());
   EXPECT_TRUE(d.WaitFor(after_crash.candidate_id(), Compiled)) << d.Log();
 
   std::ofstream(faults / "compile.hang") << "";
-  service::ProposeReply hung;
+  v1::ProposeReply hung;
   ASSERT_TRUE(Propose(d, contract, ScheduleText(space[3]), &hung).ok());
   ASSERT_TRUE(d.WaitFor(hung.candidate_id(), Settled));
-  service::ProposeReply after_hang;
+  v1::ProposeReply after_hang;
   ASSERT_TRUE(Propose(d, contract, ScheduleText(space[4]), &after_hang).ok());
   EXPECT_TRUE(d.WaitFor(after_hang.candidate_id(), Compiled)) << d.Log();
 
   auto get = [&](const std::string& id) {
-    service::GetCandidateRequest req;
+    v1::GetCandidateRequest req;
     req.set_candidate_id(id);
     evidence::Candidate c;
     EXPECT_TRUE(d.stub()->GetCandidate(d.Ctx().get(), req, &c).ok());
@@ -362,7 +387,7 @@ TEST_F(DaemonTest, CrashedAndHungWorkersLeaveFailureRecordsAndTheNextJobSucceeds
   EXPECT_EQ(c3.state(), evidence::REJECTED);
   EXPECT_NE(c3.status_note().find("timed out after 20000 ms"), std::string::npos)
       << c3.status_note();
-  service::StatusReply st;
+  v1::StatusReply st;
   ASSERT_TRUE(d.stub()->Status(d.Ctx().get(), {}, &st).ok());
   EXPECT_EQ(st.recent_failures_size(), 2);
   for (const auto& f : st.recent_failures()) std::printf("failure: %s\n", f.error().c_str());
@@ -378,7 +403,7 @@ TEST_F(DaemonTest, KillNineWithJobsQueuedThenRestartLosesNothing) {
     ASSERT_TRUE(d.Start({"--cpu-workers", "1"})) << d.Log();
     contract = CreateContract(d);
     for (const auto& p : workloads::gemm_bf16::WarpGemmCandidates()) {
-      service::ProposeReply r;
+      v1::ProposeReply r;
       ASSERT_TRUE(Propose(d, contract, ScheduleText(p), &r).ok());
       if (!r.duplicate()) ids.push_back(r.candidate_id());
     }
@@ -387,7 +412,7 @@ TEST_F(DaemonTest, KillNineWithJobsQueuedThenRestartLosesNothing) {
   ASSERT_GE(ids.size(), 6u);
   Daemon again(state_);
   ASSERT_TRUE(again.Start({"--cpu-workers", "2"})) << again.Log();
-  service::ListCandidatesReply list;
+  v1::ListCandidatesReply list;
   ASSERT_TRUE(again.stub()->ListCandidates(again.Ctx().get(), {}, &list).ok());
   std::set<std::string> present;
   for (const auto& c : list.candidates()) present.insert(c.id());
@@ -554,7 +579,7 @@ TEST_F(DaemonTest, WatchStreamsEventsEndsWhenIdleIsBoundedAndEndsOnStop) {
   std::string out;
   EXPECT_EQ(Cakectl({"--version"}, env, &out), 0);
   EXPECT_NE(out.find("cakectl " CAKE_VERSION), std::string::npos) << out;
-  service::StatusReply st;
+  v1::StatusReply st;
   ASSERT_TRUE(d.stub()->Status(d.Ctx().get(), {}, &st).ok());
   EXPECT_EQ(st.version(), CAKE_VERSION);
   CreateContract(d);  // its baseline's compile job runs (no GPU: it stops at Compiled)
@@ -578,19 +603,19 @@ TEST_F(DaemonTest, WatchStreamsEventsEndsWhenIdleIsBoundedAndEndsOnStop) {
 
   // Open watches are bounded: the 17th is RESOURCE_EXHAUSTED.
   std::vector<std::unique_ptr<grpc::ClientContext>> ctxs;
-  std::vector<std::unique_ptr<grpc::ClientReader<service::Event>>> readers;
+  std::vector<std::unique_ptr<grpc::ClientReader<v1::Event>>> readers;
   for (int i = 0; i < 16; ++i) {
     ctxs.push_back(d.Ctx());
-    service::WatchRequest req;
+    v1::WatchRequest req;
     req.set_after_id(100000);
     readers.push_back(d.stub()->Watch(ctxs.back().get(), req));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   {
     auto ctx = d.Ctx();
-    service::WatchRequest req;
+    v1::WatchRequest req;
     auto extra = d.stub()->Watch(ctx.get(), req);
-    service::Event e;
+    v1::Event e;
     while (extra->Read(&e)) {
     }
     const grpc::Status s = extra->Finish();
@@ -601,7 +626,7 @@ TEST_F(DaemonTest, WatchStreamsEventsEndsWhenIdleIsBoundedAndEndsOnStop) {
   const auto t0 = std::chrono::steady_clock::now();
   d.Stop();
   for (auto& r : readers) {
-    service::Event e;
+    v1::Event e;
     while (r->Read(&e)) {
     }
     EXPECT_FALSE(r->Finish().ok());

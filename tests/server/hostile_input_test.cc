@@ -40,9 +40,9 @@ using testing::BundledContract;
 using testing::CreateContract;
 
 grpc::Status Propose(Daemon& d, const std::string& contract, const std::string& text,
-                     service::ProposeReply* reply, const std::string& key = "",
+                     v1::ProposeReply* reply, const std::string& key = "",
                      const evidence::Hypothesis* h = nullptr) {
-  service::ProposeRequest req;
+  v1::ProposeRequest req;
   req.set_contract_id(contract);
   req.set_schedule_text(text);
   req.set_idempotency_key(key);
@@ -92,13 +92,13 @@ TEST_F(HostileInputTest, DeeplyNestedProposeIsRefusedAndTheDaemonKeepsServing) {
       "name: \"deep\"\nkernels { name: \"k\"\nops { id: \"o\" role_region { role: \"r\" }\n";
   for (int i = 0; i < 5000; ++i) deep += " body { role_region { role: \"r\" }\n";
   deep += std::string(5000, '}') + "}\n}\n";
-  service::ProposeReply r;
+  v1::ProposeReply r;
   grpc::Status s = Propose(d, contract, deep, &r);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(s.error_message(),
             "schedule.textproto:65:21: Message is too deep, the parser exceeded the configured "
             "recursion limit of 64.");
-  service::StatusReply st;
+  v1::StatusReply st;
   EXPECT_TRUE(d.stub()->Status(d.Ctx().get(), {}, &st).ok()) << "the daemon died";
 }
 
@@ -106,7 +106,7 @@ TEST_F(HostileInputTest, OversizedFieldsAreRefusedNamingTheFieldAndListsStayBoun
   Daemon d(state_);
   ASSERT_TRUE(d.Start({"--max-message-bytes", "16777216"})) << d.Log();
   const std::string contract = CreateContract(d);
-  service::ProposeReply r;
+  v1::ProposeReply r;
   evidence::Hypothesis big;
   big.set_expected_effect(std::string(3 << 20, 'h'));
   grpc::Status s = Propose(d, contract, ScheduleText(1), &r, "", &big);
@@ -139,10 +139,10 @@ TEST_F(HostileInputTest, OversizedFieldsAreRefusedNamingTheFieldAndListsStayBoun
   std::string token;
   int pages = 0;
   do {
-    service::ListCandidatesRequest req;
+    v1::ListCandidatesRequest req;
     req.set_page_size(2);
     req.set_page_token(token);
-    service::ListCandidatesReply page;
+    v1::ListCandidatesReply page;
     ASSERT_TRUE(d.stub()->ListCandidates(d.Ctx().get(), req, &page).ok());
     EXPECT_LE(page.candidates_size(), 2);
     for (const auto& c : page.candidates()) {
@@ -155,9 +155,9 @@ TEST_F(HostileInputTest, OversizedFieldsAreRefusedNamingTheFieldAndListsStayBoun
   } while (!token.empty() && pages < 10);
   EXPECT_EQ(pages, 3);  // 6 candidates (the baseline too), 2 a page
   for (const std::string& id : proposed) EXPECT_TRUE(listed.count(id)) << id;
-  service::ListCandidatesRequest bad;
+  v1::ListCandidatesRequest bad;
   bad.set_page_token("not-ours");
-  service::ListCandidatesReply reply;
+  v1::ListCandidatesReply reply;
   grpc::Status ls = d.stub()->ListCandidates(d.Ctx().get(), bad, &reply);
   EXPECT_EQ(ls.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   bad.set_page_token("");
@@ -165,7 +165,7 @@ TEST_F(HostileInputTest, OversizedFieldsAreRefusedNamingTheFieldAndListsStayBoun
   EXPECT_EQ(d.stub()->ListCandidates(d.Ctx().get(), bad, &reply).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
   // The full candidate is still one GetCandidate away.
-  service::GetCandidateRequest g;
+  v1::GetCandidateRequest g;
   g.set_candidate_id(*proposed.begin());
   evidence::Candidate full;
   ASSERT_TRUE(d.stub()->GetCandidate(d.Ctx().get(), g, &full).ok());
@@ -177,7 +177,7 @@ TEST_F(HostileInputTest, EmptyScheduleIsNotACandidate) {
   Daemon d(state_);
   ASSERT_TRUE(d.Start()) << d.Log();
   const std::string contract = CreateContract(d);
-  service::ProposeReply r;
+  v1::ProposeReply r;
   for (const std::string& empty :
        {std::string(""), std::string("  \n# nothing\n"), std::string("name: \"only a name\"\n")}) {
     grpc::Status s = Propose(d, contract, empty, &r);
@@ -197,7 +197,7 @@ TEST_F(HostileInputTest, AScheduleOfAnotherWorkloadIsRefusedSayingWhich) {
   for (const std::string& op : workloads::RegisteredOperations()) {
     if (op == own) continue;
     ++tried;
-    service::ProposeReply r;
+    v1::ProposeReply r;
     grpc::Status s =
         Propose(d, contract, workloads::FindWorkload(op)->ScheduleSpace()[0].schedule_text, &r);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION)
@@ -208,7 +208,7 @@ TEST_F(HostileInputTest, AScheduleOfAnotherWorkloadIsRefusedSayingWhich) {
         << s.error_message();
   }
   EXPECT_GT(tried, 0) << "a second workload is registered";
-  service::ProposeReply ok;
+  v1::ProposeReply ok;
   EXPECT_TRUE(
       Propose(d, contract, workloads::FindWorkload(own)->ScheduleSpace()[1].schedule_text, &ok)
           .ok());
@@ -225,7 +225,7 @@ TEST_F(HostileInputTest, ConcurrentProposesWithOneKeyNeverAnswerInternal) {
     std::vector<std::thread> threads;
     for (int t = 0; t < 16; ++t)
       threads.emplace_back([&, t] {
-        service::ProposeReply r;
+        v1::ProposeReply r;
         // Half propose the same schedule, half another: one key, two bodies.
         codes[t] =
             Propose(d, contract, ScheduleText(t % 2, absl::StrCat("r", round, "_", t % 2)), &r, key)
@@ -255,11 +255,11 @@ TEST_F(HostileInputTest, AJobOutOfAttemptsSettlesItsCandidateWithTheReason) {
         d.Start({"--config", config.string()}, {"CAKE_WORKER_FAULT_DIR=" + faults.string()}))
         << d.Log();
     contract = CreateContract(d);
-    service::ListCandidatesReply list;
+    v1::ListCandidatesReply list;
     ASSERT_TRUE(d.stub()->ListCandidates(d.Ctx().get(), {}, &list).ok());
     ASSERT_TRUE(d.WaitFor(list.candidates(0).id(), Settled));
     std::ofstream(faults / "compile.hang") << "";
-    service::ProposeReply r;
+    v1::ProposeReply r;
     ASSERT_TRUE(Propose(d, contract, ScheduleText(2), &r).ok());
     candidate = r.candidate_id();
     for (int i = 0; i < 100 && fs::exists(faults / "compile.hang"); ++i)
@@ -268,7 +268,7 @@ TEST_F(HostileInputTest, AJobOutOfAttemptsSettlesItsCandidateWithTheReason) {
   }
   Daemon again(state_);
   ASSERT_TRUE(again.Start({"--config", config.string()})) << again.Log();
-  service::GetCandidateRequest g;
+  v1::GetCandidateRequest g;
   g.set_candidate_id(candidate);
   evidence::Candidate c;
   ASSERT_TRUE(again.stub()->GetCandidate(again.Ctx().get(), g, &c).ok());
@@ -363,18 +363,18 @@ TEST_F(HostileInputTest, AFlippedBitInAStoredContractIsRefusedNotServed) {
   }
   Daemon d(state_);
   ASSERT_TRUE(d.Start()) << d.Log();
-  service::GetContractRequest g;
+  v1::GetContractRequest g;
   g.set_contract_id(contract);
-  service::GetContractReply reply;
+  v1::GetContractReply reply;
   grpc::Status s = d.stub()->GetContract(d.Ctx().get(), g, &reply);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::DATA_LOSS);
   EXPECT_NE(s.error_message().find("does not match the digest"), std::string::npos)
       << s.error_message();
-  service::StatusReply st;
+  v1::StatusReply st;
   ASSERT_TRUE(d.stub()->Status(d.Ctx().get(), {}, &st).ok());
   ASSERT_EQ(st.corrupt_contracts_size(), 1);
   EXPECT_EQ(st.corrupt_contracts(0), contract);
-  service::ProposeReply r;
+  v1::ProposeReply r;
   EXPECT_EQ(Propose(d, contract, ScheduleText(1), &r).error_code(), grpc::StatusCode::DATA_LOSS);
 }
 
@@ -394,7 +394,7 @@ TEST_F(HostileInputTest, AZeroByteTokenFileLeftByAFullDiskDoesNotBlockTheStart) 
   Daemon d(state_);
   ASSERT_TRUE(d.Start()) << d.Log();
   EXPECT_EQ(d.Token("agent").size(), 64u);
-  service::StatusReply st;
+  v1::StatusReply st;
   EXPECT_TRUE(d.stub()->Status(d.Ctx("agent").get(), {}, &st).ok());
   // Tokens are written whole or not at all: no temporary file is left beside them.
   for (const auto& e : fs::directory_iterator(state_ / "tokens"))
@@ -468,11 +468,11 @@ TEST_F(HostileInputTest, GracefulStopKillsRunningJobsAndRequeuesThem) {
     ASSERT_TRUE(d.Start({"--cpu-workers", "1"}, {"CAKE_WORKER_FAULT_DIR=" + faults.string()}))
         << d.Log();
     const std::string contract = CreateContract(d);
-    service::ListCandidatesReply list;
+    v1::ListCandidatesReply list;
     ASSERT_TRUE(d.stub()->ListCandidates(d.Ctx().get(), {}, &list).ok());
     ASSERT_TRUE(d.WaitFor(list.candidates(0).id(), Settled));
     std::ofstream(faults / "compile.hang") << "";  // the worker hangs: it would never finish
-    service::ProposeReply r;
+    v1::ProposeReply r;
     ASSERT_TRUE(Propose(d, contract, ScheduleText(3), &r).ok());
     candidate = r.candidate_id();
     for (int i = 0; i < 100 && fs::exists(faults / "compile.hang"); ++i)
@@ -521,7 +521,7 @@ TEST_F(HostileInputTest, CakectlRefusesABadTokenFileWithoutAbortingOrPrintingIt)
 TEST_F(HostileInputTest, StatusSaysWhichContainmentAndSandboxAreInForce) {
   Daemon d(state_);
   ASSERT_TRUE(d.Start()) << d.Log();
-  service::StatusReply st;
+  v1::StatusReply st;
   ASSERT_TRUE(d.stub()->Status(d.Ctx().get(), {}, &st).ok());
   EXPECT_TRUE(st.containment().rfind("cgroup v2 per job", 0) == 0 ||
               st.containment().rfind("process group", 0) == 0)

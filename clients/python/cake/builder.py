@@ -40,6 +40,7 @@ class Schedule:
     stages: int = 3
     transfer: str = "cp_async"
     padding_elements: int = 8
+    smem: str = "ROW_MAJOR"  # shared representation: ROW_MAJOR (padded), SWIZZLE_64B, SWIZZLE_128B
     changed: tuple = field(default_factory=tuple)  # the decisions changed from the first one
 
     @staticmethod
@@ -80,9 +81,17 @@ class Schedule:
                  f"padding must be a multiple of 8 in 0..64, not {elements!r}")
         return self._with("padding", padding_elements=elements)
 
+    def with_swizzle(self, row_bytes: int) -> "Schedule":
+        """XOR-swizzled staged tiles (64 or 128 bytes: a k-tile row of 32 or 64 BF16) instead of
+        padded rows, so ldmatrix reads are bank-conflict-free without the padding's bytes."""
+        _require(row_bytes in (64, 128), f"swizzle must be 64 or 128 bytes, not {row_bytes!r}")
+        return self._with("swizzle", smem=f"SWIZZLE_{row_bytes}B", padding_elements=0)
+
     def label(self) -> str:
+        repr_ = (f"pad{self.padding_elements}" if self.smem == "ROW_MAJOR"
+                 else "swz" + self.smem[len("SWIZZLE_"):-1])
         return (f"{self.tile_m}x{self.tile_n}x{self.tile_k} w{self.warp_rows}x{self.warp_cols} "
-                f"s{self.stages}")
+                f"s{self.stages} {repr_}")
 
     def module(self) -> ir_pb2.Module:
         """The schedule as the IR proto."""
@@ -96,7 +105,9 @@ class Schedule:
             warps=", ".join(str(w) for w in range(self.warp_rows * self.warp_cols)),
             tm=self.tile_m, tn=self.tile_n, tk=self.tile_k, wr=self.warp_rows, wc=self.warp_cols,
             stages=self.stages, transfer=ir_pb2.Transfer.Name(_TRANSFERS[self.transfer]),
-            pad=self.padding_elements), m)
+            smem=self.smem,
+            pad=(f" padding_elements: {self.padding_elements}" if self.smem == "ROW_MAJOR"
+                 else "")), m)
         return m
 
     def text(self) -> str:
@@ -136,10 +147,10 @@ kernels {{
     producers: "compute" consumers: "compute" }}
   buffers {{ name: "a_stage" space: SHARED dtype: BF16 pipeline: "ab" alignment_bytes: 128
     shape {{ dims {{ size: {tm} }} dims {{ size: {tk} }} }}
-    representation {{ kind: ROW_MAJOR padding_elements: {pad} }} }}
+    representation {{ kind: {smem}{pad} }} }}
   buffers {{ name: "b_stage" space: SHARED dtype: BF16 pipeline: "ab" alignment_bytes: 128
     shape {{ dims {{ size: {tn} }} dims {{ size: {tk} }} }}
-    representation {{ kind: ROW_MAJOR padding_elements: {pad} }} }}
+    representation {{ kind: {smem}{pad} }} }}
   work {{ name: "tiles" static_tiles {{ output: "C" tile_m: {tm} tile_n: {tn} }} }}
   ops {{ id: "main" role_region {{ role: "compute" }}
     body {{ id: "tile_loop" for_each_tile {{ work: "tiles" }}

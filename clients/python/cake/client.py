@@ -19,12 +19,27 @@ from cake.builder import Schedule
 
 
 class CakeError(Exception):
-    """A refused call: `code` is the gRPC status code, the message the daemon's."""
+    """A refused call: `code` is the gRPC status code, the message the daemon's, and `detail`
+    the ErrorDetail it carried (diagnostic_id, field, limit, earlier_candidate) or None."""
 
-    def __init__(self, code: grpc.StatusCode, message: str):
+    def __init__(self, code: grpc.StatusCode, message: str,
+                 detail: Optional[service_pb2.ErrorDetail] = None):
         super().__init__(f"{code.name}: {message}")
         self.code = code
         self.message = message
+        self.detail = detail
+
+
+def _error_detail(error: grpc.RpcError) -> Optional[service_pb2.ErrorDetail]:
+    """The ErrorDetail of the standard grpc-status-details-bin trailer (google.rpc.Status)."""
+    for key, value in (error.trailing_metadata() or ()):
+        if key == "grpc-status-details-bin":
+            status = service_pb2.RpcStatus.FromString(value)
+            for any_detail in status.details:
+                detail = service_pb2.ErrorDetail()
+                if any_detail.Unpack(detail):
+                    return detail
+    return None
 
 
 @dataclass
@@ -106,7 +121,7 @@ class Client:
             return getattr(self._stub, method)(request, metadata=self._metadata,
                                                timeout=self._timeout)
         except grpc.RpcError as e:
-            raise CakeError(e.code(), e.details() or "") from None
+            raise CakeError(e.code(), e.details() or "", _error_detail(e)) from None
 
     def status(self) -> service_pb2.StatusReply:
         return self._call("Status", service_pb2.StatusRequest())
@@ -125,10 +140,12 @@ class Client:
 
     def propose(self, contract_id: str, schedule: str | Schedule,
                 hypothesis: Optional[Hypothesis] = None,
-                key: str = "") -> service_pb2.ProposeReply:
+                key: str = "", branch: str = "") -> service_pb2.ProposeReply:
+        """A new candidate, or (reply.duplicate) the same schedule's record, or (reply.repeat_of)
+        the record of the same hypothesis that failed before; reply.note says which."""
         text = schedule.text() if isinstance(schedule, Schedule) else schedule
         req = service_pb2.ProposeRequest(contract_id=contract_id, schedule_text=text,
-                                         idempotency_key=key)
+                                         idempotency_key=key, branch=branch)
         if hypothesis is not None:
             req.hypothesis.CopyFrom(hypothesis.proto())
         return self._call("Propose", req)
@@ -137,12 +154,25 @@ class Client:
         return self._call("GetCandidate",
                           service_pb2.GetCandidateRequest(candidate_id=candidate_id))
 
-    def candidates(self, contract_id: str = "") -> list:
+    def inspect(self, candidate_id: str = "", contract_id: str = "", sections=(),
+                max_bytes: int = 0) -> service_pb2.InspectReply:
+        """The bounded view of a candidate or a contract: summary, bottlenecks, branches, recent
+        failures; `sections` (names like "diagnostics") add detail while the reply fits."""
+        req = service_pb2.InspectRequest(max_bytes=max_bytes)
+        if candidate_id:
+            req.candidate_id = candidate_id
+        else:
+            req.contract_id = contract_id
+        for name in sections:
+            req.sections.append(service_pb2.EvidenceSection.Value(name.upper()))
+        return self._call("Inspect", req)
+
+    def candidates(self, contract_id: str = "", branch: str = "") -> list:
         """Every candidate (summaries), newest first, across pages."""
         out, token = [], ""
         while True:
             page = self._call("ListCandidates", service_pb2.ListCandidatesRequest(
-                contract_id=contract_id, page_size=200, page_token=token))
+                contract_id=contract_id, page_size=200, page_token=token, branch=branch))
             out.extend(page.candidates)
             token = page.next_page_token
             if not token:
