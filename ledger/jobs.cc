@@ -139,6 +139,18 @@ absl::StatusOr<std::optional<std::pair<std::string, int64_t>>> JobQueue::Measure
   return std::optional<std::pair<std::string, int64_t>>();
 }
 
+absl::StatusOr<int64_t> JobQueue::ActiveJob(const std::string& candidate, JobKind kind) {
+  auto lock = conn_->Lock();
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt s, conn_->db().Prepare("SELECT id FROM jobs WHERE candidate_id = ? AND kind = ? AND "
+                                  "state IN (?, ?) ORDER BY id LIMIT 1"));
+  s.Bind(1, candidate).Bind(2, JobKindName(kind));
+  s.Bind(3, JobStateName(JobState::kQueued)).Bind(4, JobStateName(JobState::kRunning));
+  if (s.Step()) return s.Int(0);
+  CAKE_RETURN_IF_ERROR(s.status());
+  return int64_t{0};
+}
+
 absl::Status JobQueue::InsertMeasureRequest(const std::string& idempotency_key,
                                             const std::string& candidate, int64_t job_id) {
   auto lock = conn_->Lock();

@@ -72,6 +72,8 @@ class JobQueue {
   // Ends a job once; finishing an ended job records nothing more.
   absl::Status Finish(int64_t id, bool ok, const std::string& error);
   absl::StatusOr<std::vector<Job>> RecentFailed(int limit);  // newest first
+  // The oldest queued or running job of `kind` for the candidate, 0 if none.
+  absl::StatusOr<int64_t> ActiveJob(const std::string& candidate, JobKind kind);
 
   // The measurement job an idempotency key queued: (candidate, job id), or nullopt.
   absl::StatusOr<std::optional<std::pair<std::string, int64_t>>> MeasureForKey(

@@ -626,8 +626,8 @@ absl::StatusOr<std::optional<v1::ProposeReply>> Orchestrator::AnswerRepeatedFail
   reply.set_state(failed->state);
   reply.set_branch(failed->branch);
   reply.set_note(absl::StrCat(
-      "this hypothesis (the same parent, changed decisions and expected effect) failed as ", failed->id, " (",
-      evidence::CandidateState_Name(failed->state),
+      "this hypothesis (the same parent, changed decisions and expected effect) failed as ",
+      failed->id, " (", evidence::CandidateState_Name(failed->state),
       failed->status_note.empty() ? "" : absl::StrCat(": ", failed->status_note.substr(0, 300)),
       "); nothing was queued. To try it again, cite a candidate recorded since in "
       "hypothesis.new_evidence"));
@@ -690,7 +690,11 @@ absl::StatusOr<int64_t> Orchestrator::Measure(const std::string& candidate,
   if (incumbent.empty() || incumbent == candidate)
     return absl::FailedPreconditionError(
         absl::StrCat("candidate ", candidate, " is the incumbent; nothing to measure against"));
-  if (key.empty()) return EnqueueMeasure(candidate, incumbent, 0);
+  // A measurement already queued or running for the candidate (the daemon queues one when the
+  // candidate becomes eligible, and its confirmation runs) answers the request: a second one
+  // would only race the first to a verdict.
+  CAKE_ASSIGN_OR_RETURN(int64_t active, ledger_->jobs().ActiveJob(candidate, JobKind::kMeasure));
+  if (key.empty()) return active != 0 ? active : EnqueueMeasure(candidate, incumbent, 0);
   // The key and the job it queued are one transaction: a retried Measure gets the first job.
   int64_t job_id = 0;
   CAKE_RETURN_IF_ERROR(ledger_->Atomically([&]() -> absl::Status {
@@ -704,7 +708,11 @@ absl::StatusOr<int64_t> Orchestrator::Measure(const std::string& candidate,
       job_id = prior->second;
       return absl::OkStatus();
     }
-    CAKE_ASSIGN_OR_RETURN(job_id, EnqueueMeasure(candidate, incumbent, 0));
+    if (active != 0) {
+      job_id = active;
+    } else {
+      CAKE_ASSIGN_OR_RETURN(job_id, EnqueueMeasure(candidate, incumbent, 0));
+    }
     return ledger_->jobs().InsertMeasureRequest(key, candidate, job_id);
   }));
   return job_id;

@@ -120,9 +120,12 @@ absl::Status Orchestrator::OnMeasured(const ledger::Job& job, const worker::Repl
       CAKE_RETURN_IF_ERROR(ledger_->evidence().PutRecord(job.candidate_id, job.id, r));
     CAKE_ASSIGN_OR_RETURN(std::string incumbent,
                           ledger_->contracts().Incumbent(cand.contract_id()));
-    const MeasurementDecision d = DecideOnMeasurement(m, timed.challenger_failed, incumbent,
-                                                      c.protocol().confirmation_runs());
+    const MeasurementDecision d = DecideOnMeasurement(m, timed.challenger_failed, job.candidate_id,
+                                                      incumbent, c.protocol().confirmation_runs());
     switch (d.action) {
+      case MeasurementDecision::kAlreadyIncumbent:
+        return ledger_->events().Add("measured_after_promotion", job.candidate_id, job.id,
+                                     d.summary);
       case MeasurementDecision::kRejectTimedOutput:
         return Advance(job.candidate_id, Step::kTimedOutputFailed, d.summary);
       case MeasurementDecision::kRecordInvalid:

@@ -48,9 +48,19 @@ TimedOutputEvidence ReadTimedOutputChecks(const evidence::Measurement& m, bool i
 }
 
 MeasurementDecision DecideOnMeasurement(const evidence::Measurement& m, bool timed_output_failed,
+                                        const std::string& candidate,
                                         const std::string& current_incumbent,
                                         int confirmation_runs) {
   MeasurementDecision d;
+  // A second confirmation run queued before the promotion ends after it: it is kept as a record,
+  // and neither re-measures the incumbent against itself nor demotes it.
+  if (candidate == current_incumbent) {
+    d.action = MeasurementDecision::kAlreadyIncumbent;
+    d.summary = absl::StrCat("run ", m.run(), " vs ", m.incumbent(), " ended after ", candidate,
+                             " became the incumbent: recorded, nothing decided",
+                             timed_output_failed ? " (its timed-output check FAILED)" : "");
+    return d;
+  }
   if (timed_output_failed) {
     d.action = MeasurementDecision::kRejectTimedOutput;
     d.summary = absl::StrCat("failed evidence: timed_output: ", m.invalid_reason());

@@ -41,14 +41,17 @@ struct MeasurementDecision {
     kRemeasure,          // faster, but the incumbent changed meanwhile: run 0 against the new one
     kConfirm,            // faster; queue run `next_run` against the same incumbent
     kPromote,            // faster in every run
+    kAlreadyIncumbent,   // a run queued before the candidate's promotion: kept, nothing decided
   } action = kKeepIncumbent;
   int next_run = 0;
   std::string summary;  // the run's verdict in words, for notes and the promotion reason
 };
 
-// `m` judged by the daemon (protocol::JudgeMeasurement); `current_incumbent` the contract's
-// incumbent now; confirmation_runs as in the contract (0 means 1).
+// `m` (a run of `candidate`) judged by the daemon (protocol::JudgeMeasurement);
+// `current_incumbent` the contract's incumbent now; confirmation_runs as in the contract (0
+// means 1).
 MeasurementDecision DecideOnMeasurement(const evidence::Measurement& m, bool timed_output_failed,
+                                        const std::string& candidate,
                                         const std::string& current_incumbent,
                                         int confirmation_runs);
 

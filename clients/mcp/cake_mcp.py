@@ -124,8 +124,9 @@ class Tools:
         while True:
             c = self.client.candidate(candidate_id)
             reached = c.state >= _STAGE[verb] and c.state != evidence_pb2.REJECTED
-            stopped = c.state in _SETTLED or (
-                c.state == evidence_pb2.COMPILED and verb == "validate" and c.validation.records)
+            # Validation is done when the candidate is eligible (every record, sanitizers
+            # included) or rejected; passed numerical records alone are not the end of it.
+            stopped = c.state in _SETTLED
             no_device = c.state == evidence_pb2.COMPILED and "no execution device" in c.status_note
             if reached or stopped or no_device or time.monotonic() > end:
                 return c

@@ -518,6 +518,24 @@ TEST_F(LedgerTest, AGracefulStopDoesNotCountAgainstTheAttempts) {
   EXPECT_EQ(rec->interrupted[0].worker_pid, 20) << "the worker pid is what recovery kills";
 }
 
+TEST_F(LedgerTest, AnActiveJobIsQueuedOrRunningAndOfItsKind) {
+  auto l = ledger::Ledger::Open((dir_ / "l.db").string());
+  ASSERT_TRUE(l.ok());
+  ASSERT_TRUE((*l)->jobs().Recover("boot-1", 1).ok());
+  auto& jobs = (*l)->jobs();
+  EXPECT_EQ(*jobs.ActiveJob("cand", ledger::JobKind::kMeasure), 0);
+  const int64_t compile = *jobs.Enqueue("cand", ledger::JobKind::kCompile, "req");
+  EXPECT_EQ(*jobs.ActiveJob("cand", ledger::JobKind::kMeasure), 0) << "another kind";
+  const int64_t measure = *jobs.Enqueue("cand", ledger::JobKind::kMeasure, "req");
+  *jobs.Enqueue("other", ledger::JobKind::kMeasure, "req");
+  EXPECT_EQ(*jobs.ActiveJob("cand", ledger::JobKind::kMeasure), measure);
+  ASSERT_TRUE(jobs.MarkRunning(measure, 42).ok());
+  EXPECT_EQ(*jobs.ActiveJob("cand", ledger::JobKind::kMeasure), measure) << "running is active";
+  ASSERT_TRUE(jobs.Finish(measure, true, "").ok());
+  EXPECT_EQ(*jobs.ActiveJob("cand", ledger::JobKind::kMeasure), 0) << "finished is not";
+  EXPECT_EQ(*jobs.ActiveJob("cand", ledger::JobKind::kCompile), compile);
+}
+
 TEST_F(LedgerTest, MeasureKeysMapToTheirFirstJob) {
   auto l = ledger::Ledger::Open((dir_ / "l.db").string());
   ASSERT_TRUE(l.ok());

@@ -40,7 +40,7 @@ evidence::Measurement PairedRun(int run, evidence::TimingVerdict v,
 
 TEST(MeasurementDecision, TieAndSlowerKeepTheIncumbent) {
   for (auto v : {evidence::TIE, evidence::SLOWER}) {
-    const auto d = DecideOnMeasurement(PairedRun(0, v), false, "c1", 1);
+    const auto d = DecideOnMeasurement(PairedRun(0, v), false, "c2", "c1", 1);
     EXPECT_EQ(d.action, MeasurementDecision::kKeepIncumbent) << evidence::TimingVerdict_Name(v);
   }
 }
@@ -48,38 +48,48 @@ TEST(MeasurementDecision, TieAndSlowerKeepTheIncumbent) {
 TEST(MeasurementDecision, RequiredRowRegressionBlocksEvenWhenFaster) {
   auto m = PairedRun(1, evidence::FASTER);
   m.set_required_regression("required row 'skinny' is 1.3x slower");
-  const auto d = DecideOnMeasurement(m, false, "c1", 1);
+  const auto d = DecideOnMeasurement(m, false, "c2", "c1", 1);
   EXPECT_EQ(d.action, MeasurementDecision::kKeepIncumbent);
   EXPECT_NE(d.summary.find("skinny"), std::string::npos);
 }
 
 TEST(MeasurementDecision, ConfirmationRunsThenPromotion) {
   // confirmation_runs 0 means 1: run 0 confirms, run 1 promotes.
-  auto d = DecideOnMeasurement(PairedRun(0, evidence::FASTER), false, "c1", 0);
+  auto d = DecideOnMeasurement(PairedRun(0, evidence::FASTER), false, "c2", "c1", 0);
   EXPECT_EQ(d.action, MeasurementDecision::kConfirm);
   EXPECT_EQ(d.next_run, 1);
-  EXPECT_EQ(DecideOnMeasurement(PairedRun(1, evidence::FASTER), false, "c1", 0).action,
+  EXPECT_EQ(DecideOnMeasurement(PairedRun(1, evidence::FASTER), false, "c2", "c1", 0).action,
             MeasurementDecision::kPromote);
   // Two confirmation runs: runs 0 and 1 confirm, run 2 promotes.
-  EXPECT_EQ(DecideOnMeasurement(PairedRun(0, evidence::FASTER), false, "c1", 2).next_run, 1);
-  d = DecideOnMeasurement(PairedRun(1, evidence::FASTER), false, "c1", 2);
+  EXPECT_EQ(DecideOnMeasurement(PairedRun(0, evidence::FASTER), false, "c2", "c1", 2).next_run, 1);
+  d = DecideOnMeasurement(PairedRun(1, evidence::FASTER), false, "c2", "c1", 2);
   EXPECT_EQ(d.action, MeasurementDecision::kConfirm);
   EXPECT_EQ(d.next_run, 2);
-  EXPECT_EQ(DecideOnMeasurement(PairedRun(2, evidence::FASTER), false, "c1", 2).action,
+  EXPECT_EQ(DecideOnMeasurement(PairedRun(2, evidence::FASTER), false, "c2", "c1", 2).action,
             MeasurementDecision::kPromote);
 }
 
 TEST(MeasurementDecision, AChangedIncumbentMeansMeasuringAgainFromRunZero) {
-  const auto d = DecideOnMeasurement(PairedRun(1, evidence::FASTER, "c1"), false, "c3", 1);
+  const auto d = DecideOnMeasurement(PairedRun(1, evidence::FASTER, "c1"), false, "c2", "c3", 1);
   EXPECT_EQ(d.action, MeasurementDecision::kRemeasure);
   EXPECT_EQ(d.next_run, 0);
+}
+
+// Two confirmation runs of one candidate were queued (a Measure beside the daemon's own); the
+// first promoted it. The second must neither re-measure it against itself nor demote it.
+TEST(MeasurementDecision, ARunEndingAfterThePromotionDecidesNothing) {
+  for (auto v : {evidence::FASTER, evidence::TIE, evidence::SLOWER}) {
+    const auto d = DecideOnMeasurement(PairedRun(1, v, "c1"), false, "c2", "c2", 1);
+    EXPECT_EQ(d.action, MeasurementDecision::kAlreadyIncumbent) << evidence::TimingVerdict_Name(v);
+    EXPECT_NE(d.summary.find("became the incumbent"), std::string::npos) << d.summary;
+  }
 }
 
 TEST(MeasurementDecision, WrongTimedOutputRejectsBeforeAnyVerdict) {
   auto m = PairedRun(1, evidence::FASTER);
   m.set_invalid(true);
   m.set_invalid_reason("challenger output changed on launch 7");
-  const auto d = DecideOnMeasurement(m, true, "c1", 1);
+  const auto d = DecideOnMeasurement(m, true, "c2", "c1", 1);
   EXPECT_EQ(d.action, MeasurementDecision::kRejectTimedOutput);
   EXPECT_NE(d.summary.find("launch 7"), std::string::npos);
 }
@@ -88,8 +98,9 @@ TEST(MeasurementDecision, InvalidRunIsNeverRanked) {
   auto m = PairedRun(0, evidence::FASTER);
   m.set_invalid(true);
   m.set_invalid_reason("throttled");
-  EXPECT_EQ(DecideOnMeasurement(m, false, "c1", 1).action, MeasurementDecision::kRecordInvalid);
-  EXPECT_EQ(DecideOnMeasurement(PairedRun(0, evidence::INVALID), false, "c1", 1).action,
+  EXPECT_EQ(DecideOnMeasurement(m, false, "c2", "c1", 1).action,
+            MeasurementDecision::kRecordInvalid);
+  EXPECT_EQ(DecideOnMeasurement(PairedRun(0, evidence::INVALID), false, "c2", "c1", 1).action,
             MeasurementDecision::kRecordInvalid);
 }
 
