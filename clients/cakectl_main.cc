@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "base/cli_layers.h"
 #include "cake/service.grpc.pb.h"
 #include "clients/report.h"
 #include "google/protobuf/struct.pb.h"
@@ -328,6 +329,35 @@ std::string DefaultToken() {
   return (StateDir() / "tokens" / "operator").string();
 }
 
+// Option names of `app` itself ("--server -o ...").
+std::string OptionWords(const CLI::App& app) {
+  std::string words;
+  for (const CLI::Option* o : app.get_options()) {
+    for (const std::string& l : o->get_lnames()) absl::StrAppend(&words, " --", l);
+    for (const std::string& s : o->get_snames()) absl::StrAppend(&words, " -", s);
+  }
+  return words;
+}
+
+// A bash completion function built from the verbs and options `app` declares.
+std::string BashCompletion(const CLI::App& app) {
+  std::string verbs, cases;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    absl::StrAppend(&verbs, " ", sub->get_name());
+    std::string words = OptionWords(*sub);
+    for (const CLI::App* nested : sub->get_subcommands({}))
+      absl::StrAppend(&words, " ", nested->get_name());
+    absl::StrAppend(&cases, "    ", sub->get_name(), ") words=\"", words, "\" ;;\n");
+  }
+  return absl::StrCat("# bash completion for cakectl: source <(cakectl completion bash)\n",
+                      "_cakectl() {\n", "  local cur=${COMP_WORDS[COMP_CWORD]} verb=\"\" words w\n",
+                      "  for w in \"${COMP_WORDS[@]:1:COMP_CWORD-1}\"; do\n",
+                      "    case \"$w\" in -*) ;; *) verb=$w; break ;; esac\n", "  done\n",
+                      "  case \"$verb\" in\n", cases, "    *) words=\"", verbs, OptionWords(app),
+                      "\" ;;\n", "  esac\n", "  COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n",
+                      "}\n", "complete -o default -F _cakectl cakectl\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -347,10 +377,21 @@ int main(int argc, char** argv) {
       "  cakectl measure c3-... --key m-1");
   app.require_subcommand(1);
   app.fallthrough();  // global options may follow the subcommand
-  Globals g{DefaultServer(), DefaultToken(), ""};
+  // Flags > $CAKE_ADDR, $CAKE_TOKEN_FILE, $CAKE_OUTPUT > the config file (server, token_file,
+  // output; default ~/.config/cake/cakectl.conf when it exists) > defaults from the state dir.
+  cake::base::UseLayeredOptions(app);
+  const char* home = getenv("HOME");
+  const char* xdg = getenv("XDG_CONFIG_HOME");
+  const std::string user_config =
+      xdg && *xdg ? std::string(xdg) + "/cake/cakectl.conf"
+                  : (home && *home ? std::string(home) + "/.config/cake/cakectl.conf" : "");
+  app.set_config("--config", user_config,
+                 "Config file: server, token_file, output (key = value); $CAKECTL_CONFIG");
+  Globals g{"", "", ""};
   app.add_option("--server", g.server, "unix:PATH or host:port ($CAKE_ADDR)");
   app.add_option("--token-file", g.token_file, "File holding the role token ($CAKE_TOKEN_FILE)");
-  app.add_option("-o,--output", g.output, "table | json (default: table on a terminal)")
+  app.add_option("-o,--output", g.output,
+                 "table | json (default: table on a terminal; $CAKE_OUTPUT)")
       ->check(CLI::IsMember({"table", "json"}));
 
   auto* status = app.add_subcommand("status", "Devices, queue, incumbents, recent failures");
@@ -431,11 +472,28 @@ int main(int argc, char** argv) {
   space_cmd->add_option("--out", space_out, "Folder for NN.textproto files and labels.txt")
       ->required();
 
+  auto* completion = app.add_subcommand("completion", "Print a shell completion script");
+  std::string shell = "bash";
+  completion->add_option("SHELL", shell, "bash (the only one)")->check(CLI::IsMember({"bash"}));
+  completion->footer("Example: source <(cakectl completion bash)");
+
   try {
-    app.parse(argc, argv);
+    std::vector<std::string> args =
+        cake::base::ArgsWithEnvironment(argc, argv,
+                                        {{"--server", "CAKE_ADDR"},
+                                         {"--token-file", "CAKE_TOKEN_FILE"},
+                                         {"--output", "CAKE_OUTPUT"},
+                                         {"--config", "CAKECTL_CONFIG"}});
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? kOk : kUsage;
   }
+  if (completion->parsed()) {
+    std::cout << BashCompletion(app);
+    return kOk;
+  }
+  if (g.server.empty()) g.server = DefaultServer();
+  if (g.token_file.empty()) g.token_file = DefaultToken();
   if (space_cmd->parsed()) {
     const cake::workloads::Workload* w = cake::workloads::FindWorkload(space_operation);
     if (w == nullptr) {

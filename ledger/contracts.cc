@@ -109,4 +109,14 @@ absl::StatusOr<std::string> ContractStore::Incumbent(const std::string& contract
   return std::string();
 }
 
+absl::StatusOr<std::map<std::string, int64_t>> ContractStore::PromotionCounts() {
+  auto lock = conn_->Lock();
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt s, conn_->db().Prepare("SELECT contract_id, COUNT(*) FROM promotions GROUP BY 1"));
+  std::map<std::string, int64_t> out;
+  while (s.Step()) out[s.Text(0)] = s.Int(1);
+  CAKE_RETURN_IF_ERROR(s.status());
+  return out;
+}
+
 }  // namespace cake::ledger

@@ -3,6 +3,7 @@
 // Thread-safety: safe from any thread.
 #pragma once
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,6 +29,8 @@ class ContractStore {
   absl::Status SetIncumbent(const std::string& contract_id, const std::string& candidate_id,
                             const std::string& reason);
   absl::StatusOr<std::string> Incumbent(const std::string& contract_id);  // "" if none
+  // Promotions recorded per contract (the first incumbent counts as one).
+  absl::StatusOr<std::map<std::string, int64_t>> PromotionCounts();
 
  private:
   Connection* conn_;

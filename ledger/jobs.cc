@@ -139,6 +139,20 @@ absl::StatusOr<std::optional<std::pair<std::string, int64_t>>> JobQueue::Measure
   return std::optional<std::pair<std::string, int64_t>>();
 }
 
+absl::StatusOr<std::vector<JobQueue::KindStateCount>> JobQueue::CountsByKindAndState() {
+  auto lock = conn_->Lock();
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt s, conn_->db().Prepare(
+                  "SELECT kind, state, COUNT(*), SUM(CASE WHEN started_ms > 0 AND finished_ms >= "
+                  "started_ms THEN finished_ms - started_ms ELSE 0 END) FROM jobs GROUP BY 1, 2 "
+                  "ORDER BY 1, 2"));
+  std::vector<KindStateCount> out;
+  while (s.Step())
+    out.push_back({s.Text(0), s.Text(1), s.Int(2), static_cast<double>(s.Int(3)) / 1000.0});
+  CAKE_RETURN_IF_ERROR(s.status());
+  return out;
+}
+
 absl::StatusOr<int64_t> JobQueue::ActiveJob(const std::string& candidate, JobKind kind) {
   auto lock = conn_->Lock();
   CAKE_ASSIGN_OR_RETURN(

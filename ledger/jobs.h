@@ -72,6 +72,13 @@ class JobQueue {
   // Ends a job once; finishing an ended job records nothing more.
   absl::Status Finish(int64_t id, bool ok, const std::string& error);
   absl::StatusOr<std::vector<Job>> RecentFailed(int limit);  // newest first
+  // Jobs by kind and state, with the seconds the ended ones ran (started to finished).
+  struct KindStateCount {
+    std::string kind, state;
+    int64_t count = 0;
+    double run_seconds = 0;
+  };
+  absl::StatusOr<std::vector<KindStateCount>> CountsByKindAndState();
   // The oldest queued or running job of `kind` for the candidate, 0 if none.
   absl::StatusOr<int64_t> ActiveJob(const std::string& candidate, JobKind kind);
 

@@ -9,16 +9,20 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/cli_layers.h"
 #include "base/digest.h"
 #include "base/files.h"
 #include "config.h"
+#include "gpuqueue/nvml.h"
 #include "gpuqueue/worker_sandbox.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
@@ -71,6 +75,26 @@ bool StderrIsTheJournal() {
          ino == static_cast<unsigned long long>(st.st_ino);
 }
 
+// Rewrites the Prometheus textfile; a failure is logged once per kind of error, never fatal.
+void WriteMetrics(cake::server::Orchestrator& orch, const cake::gpuqueue::Nvml* nvml,
+                  const std::string& path) {
+  static std::string last_error;
+  absl::StatusOr<cake::server::MetricsInput> m = orch.MetricsSnapshot();
+  absl::Status s = m.status();
+  if (s.ok()) {
+    for (unsigned i = 0; nvml != nullptr && i < 64; ++i) {
+      const cake::gpuqueue::Nvml::Reading r = nvml->Read(i);
+      if (std::isnan(r.sm_mhz) && std::isnan(r.temperature_c) && std::isnan(r.power_w)) break;
+      m->sm_mhz.push_back(r.sm_mhz);
+    }
+    s = cake::server::WriteFileAtomically(path, cake::server::MetricsText(*m));
+  }
+  if (!s.ok() && std::string(s.message()) != last_error) {
+    last_error = std::string(s.message());
+    spdlog::warn("metrics file: {}", last_error);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -87,43 +111,32 @@ int main(int argc, char** argv) {
 
   CLI::App app{"caked: Consumer CAKE optimisation orchestrator"};
   app.set_version_flag("--version", "caked " CAKE_VERSION);
+  app.footer(
+      "Every option is also a config-file key (--max-message-bytes is max_message_bytes; see "
+      "deploy/caked.conf) and an environment variable (CAKED_MAX_MESSAGE_BYTES). Flags win over "
+      "the environment, which wins over the config file.\n"
+      "Example: caked --config /etc/caked/caked.conf --log-level debug");
+  cake::base::UseLayeredOptions(app);
   DaemonConfig cfg;
-  std::string config_file, state_dir, listen, worker;
-  int cpu_workers = -1, max_queue = -1;
-  int64_t compile_timeout_ms = -1, gpu_timeout_ms = -1, max_message_bytes = -1;
-  bool no_gpu = false;
-  std::string log_level;
-  app.add_option("--config", config_file, "Config file (key = value; see deploy/caked.conf)");
-  app.add_option("--state-dir", state_dir, "State directory (ledger, artifacts, tokens)");
-  app.add_option("--listen", listen, "unix:PATH or host:port (default unix:STATE_DIR/caked.sock)");
-  app.add_option("--worker", worker, "cake-worker executable (default: beside caked)");
-  app.add_option("--cpu-workers", cpu_workers, "Parallel compile workers (default 2)");
-  app.add_option("--max-queue", max_queue, "Queued jobs before Propose is refused (default 256)");
-  app.add_option("--compile-timeout-ms", compile_timeout_ms, "Per compile job (default 300000)");
-  app.add_option("--gpu-timeout-ms", gpu_timeout_ms, "Per GPU job (default 600000)");
-  app.add_option("--max-message-bytes", max_message_bytes, "gRPC receive limit (default 4 MiB)");
-  app.add_flag("--no-gpu", no_gpu, "Never use a GPU (candidates stop at Compiled)");
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error or critical (info)")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical"}));
-  CLI11_PARSE(app, argc, argv);
-
-  if (!config_file.empty()) {
-    absl::Status s = cake::server::ApplyConfigFile(config_file, &cfg);
-    if (!s.ok()) {
-      spdlog::critical("{}", std::string(s.message()));
-      return 2;
-    }
+  cake::server::AddDaemonOptions(app, &cfg);
+  bool no_gpu = false, print_config = false;
+  app.add_flag("--no-gpu", no_gpu,
+               "Never use a GPU (candidates stop at Compiled); --use-gpu=false");
+  app.add_flag("--print-config", print_config,
+               "Print the effective configuration (every key, after flags, environment and "
+               "config file) and exit");
+  try {
+    std::vector<std::string> args =
+        cake::base::ArgsWithEnvironment(argc, argv, cake::server::DaemonEnvironment(app));
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // usage or configuration error
   }
-  if (!state_dir.empty()) cfg.state_dir = state_dir;
-  if (!listen.empty()) cfg.listen = listen;
-  if (!worker.empty()) cfg.worker_path = worker;
-  if (cpu_workers >= 0) cfg.cpu_workers = cpu_workers;
-  if (max_queue >= 0) cfg.max_queue = max_queue;
-  if (compile_timeout_ms >= 0) cfg.compile_timeout_ms = compile_timeout_ms;
-  if (gpu_timeout_ms >= 0) cfg.gpu_timeout_ms = gpu_timeout_ms;
-  if (max_message_bytes >= 0) cfg.max_message_bytes = max_message_bytes;
   if (no_gpu) cfg.use_gpu = false;
-  if (!log_level.empty()) cfg.log_level = log_level;
+  if (print_config) {
+    std::cout << app.config_to_str(/*default_also=*/true, /*write_description=*/false);
+    return 0;
+  }
   spdlog::set_level(spdlog::level::from_str(cfg.log_level));
   if (cfg.listen.empty()) cfg.listen = "unix:" + (fs::path(cfg.state_dir) / "caked.sock").string();
   if (cfg.worker_path.empty()) cfg.worker_path = (fs::path(SelfDir()) / "cake-worker").string();
@@ -264,6 +277,17 @@ int main(int argc, char** argv) {
   int bound_port = 0;
   builder.AddListeningPort(cfg.listen, grpc::InsecureServerCredentials(), &bound_port);
   builder.SetMaxReceiveMessageSize(static_cast<int>(cfg.max_message_bytes));
+  // A reply over the limit fails as RESOURCE_EXHAUSTED instead of growing without bound.
+  builder.SetMaxSendMessageSize(static_cast<int>(cfg.max_reply_bytes));
+  // Idle connections (a Watch with no events) are pinged; one whose peer vanished is closed and
+  // its watch slot freed. Clients may ping as often as every 10 s without being cut off.
+  if (cfg.keepalive_time_ms > 0) {
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, static_cast<int>(cfg.keepalive_time_ms));
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20000);
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  }
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server) {
@@ -276,6 +300,12 @@ int main(int argc, char** argv) {
   spdlog::info("caked listening on {} (boot {}, ledger {})", cfg.listen, boot_id, ledger_path);
   sd_notify(0, "READY=1");
 
+  // The metrics' SM clocks come from NVML, which needs no CUDA context in this process.
+  std::unique_ptr<cake::gpuqueue::Nvml> nvml;
+  if (!cfg.metrics_file.empty() && cfg.use_gpu) {
+    if (auto loaded = cake::gpuqueue::Nvml::Load(); loaded.ok()) nvml = *std::move(loaded);
+  }
+  int64_t ticks = 0;
   timespec tick{1, 0};
   for (;;) {
     siginfo_t info;
@@ -284,6 +314,8 @@ int main(int argc, char** argv) {
       spdlog::info("signal {}: draining", sig);
       break;
     }
+    if (!cfg.metrics_file.empty() && ++ticks % 5 == 1)
+      WriteMetrics(orch, nvml.get(), cfg.metrics_file);
     auto st = orch.Status();
     if (st.ok())
       sd_notify(

@@ -1,82 +1,84 @@
 #include "config.h"
 
-#include <fstream>
-
-#include "absl/strings/numbers.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
+#include "absl/strings/str_replace.h"
 
 namespace cake::server {
 
-absl::Status ApplyConfigFile(const std::string& path, DaemonConfig* c) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot read config file"));
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
-    absl::string_view v = absl::StripAsciiWhitespace(line);
-    if (v.empty() || v.front() == '#') continue;
-    const size_t eq = v.find('=');
-    if (eq == absl::string_view::npos)
-      return absl::InvalidArgumentError(absl::StrCat(path, ":", n, ": expected key = value"));
-    const std::string key(absl::StripAsciiWhitespace(v.substr(0, eq)));
-    const std::string value(absl::StripAsciiWhitespace(v.substr(eq + 1)));
-    auto as_int = [&](auto* out) -> absl::Status {
-      int64_t x;
-      if (!absl::SimpleAtoi(value, &x) || x < 0)
-        return absl::InvalidArgumentError(
-            absl::StrCat(path, ":", n, ": ", key, " needs a non-negative integer"));
-      *out = static_cast<std::remove_pointer_t<decltype(out)>>(x);
-      return absl::OkStatus();
-    };
-    absl::Status s;
-    if (key == "state_dir")
-      c->state_dir = value;
-    else if (key == "listen")
-      c->listen = value;
-    else if (key == "worker_path")
-      c->worker_path = value;
-    else if (key == "cpu_workers")
-      s = as_int(&c->cpu_workers);
-    else if (key == "max_queue")
-      s = as_int(&c->max_queue);
-    else if (key == "max_attempts")
-      s = as_int(&c->max_attempts);
-    else if (key == "max_message_bytes")
-      s = as_int(&c->max_message_bytes);
-    else if (key == "compile_timeout_ms")
-      s = as_int(&c->compile_timeout_ms);
-    else if (key == "gpu_timeout_ms")
-      s = as_int(&c->gpu_timeout_ms);
-    else if (key == "worker_user")
-      c->worker_user = value;
-    else if (key == "log_level") {
-      if (value != "trace" && value != "debug" && value != "info" && value != "warn" &&
-          value != "error" && value != "critical")
-        return absl::InvalidArgumentError(absl::StrCat(
-            path, ":", n, ": log_level is trace, debug, info, warn, error or critical"));
-      c->log_level = value;
-    } else if (key == "job_containment") {
-      if (value != "auto" && value != "process_group")
-        return absl::InvalidArgumentError(
-            absl::StrCat(path, ":", n, ": job_containment is auto or process_group"));
-      c->job_containment = value;
-    } else if (key == "job_memory_max_bytes")
-      s = as_int(&c->job_memory_max_bytes);
-    else if (key == "job_pids_max")
-      s = as_int(&c->job_pids_max);
-    else if (key == "compile_address_space_bytes")
-      s = as_int(&c->compile_address_space_bytes);
-    else if (key == "use_gpu" || key == "confine_workers") {
-      if (value != "true" && value != "false")
-        return absl::InvalidArgumentError(
-            absl::StrCat(path, ":", n, ": ", key, " is true or false"));
-      (key == "use_gpu" ? c->use_gpu : c->confine_workers) = value == "true";
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat(path, ":", n, ": unknown key '", key, "'"));
-    }
-    if (!s.ok()) return s;
+void AddDaemonOptions(CLI::App& app, DaemonConfig* c) {
+  app.set_config("--config", "", "Config file (key = value; see deploy/caked.conf)");
+  const auto non_negative = CLI::NonNegativeNumber;
+  app.add_option("--state-dir", c->state_dir, "State directory (ledger, artifacts, tokens)")
+      ->capture_default_str();
+  app.add_option("--listen", c->listen,
+                 "unix:PATH or host:port (default unix:STATE_DIR/caked.sock)");
+  app.add_option("--worker-path,--worker", c->worker_path,
+                 "cake-worker executable (default: beside caked)");
+  app.add_option("--log-level", c->log_level, "trace, debug, info, warn, error or critical")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical"}))
+      ->capture_default_str();
+  app.add_option("--cpu-workers", c->cpu_workers, "Parallel compile workers")
+      ->check(non_negative)
+      ->capture_default_str();
+  app.add_option("--max-queue", c->max_queue, "Queued jobs before Propose is refused")
+      ->check(non_negative)
+      ->capture_default_str();
+  app.add_option("--max-attempts", c->max_attempts,
+                 "Re-queues of a job interrupted by a restart before it fails")
+      ->check(non_negative)
+      ->capture_default_str();
+  app.add_option("--max-message-bytes", c->max_message_bytes, "gRPC receive limit")
+      ->check(non_negative)
+      ->capture_default_str();
+  app.add_option("--max-reply-bytes", c->max_reply_bytes,
+                 "gRPC send limit (a bigger reply is RESOURCE_EXHAUSTED)")
+      ->check(non_negative)
+      ->capture_default_str();
+  app.add_option("--keepalive-time-ms", c->keepalive_time_ms,
+                 "Ping idle connections this often; one that does not answer is closed")
+      ->check(non_negative)
+      ->capture_default_str();
+  app.add_option("--compile-timeout-ms", c->compile_timeout_ms, "Per compile job")
+      ->check(non_negative)
+      ->capture_default_str();
+  app.add_option("--gpu-timeout-ms", c->gpu_timeout_ms, "Per GPU job")
+      ->check(non_negative)
+      ->capture_default_str();
+  app.add_option("--use-gpu", c->use_gpu, "Use a GPU when one is found (true or false)")
+      ->capture_default_str();
+  app.add_option("--confine-workers", c->confine_workers,
+                 "The worker sandbox: landlock, seccomp, rlimits (true or false)")
+      ->capture_default_str();
+  app.add_option("--job-containment", c->job_containment, "auto or process_group")
+      ->check(CLI::IsMember({"auto", "process_group"}))
+      ->capture_default_str();
+  app.add_option("--job-memory-max-bytes", c->job_memory_max_bytes, "memory.max of a job's cgroup")
+      ->check(non_negative)
+      ->capture_default_str();
+  app.add_option("--job-pids-max", c->job_pids_max, "pids.max of a job's cgroup")
+      ->check(non_negative)
+      ->capture_default_str();
+  app.add_option("--compile-address-space-bytes", c->compile_address_space_bytes,
+                 "RLIMIT_AS of compile workers")
+      ->check(non_negative)
+      ->capture_default_str();
+  app.add_option("--worker-user", c->worker_user, "User a root caked runs its workers as")
+      ->capture_default_str();
+  app.add_option("--metrics-file", c->metrics_file,
+                 "Prometheus textfile (node_exporter's textfile collector) to keep current");
+}
+
+std::vector<std::pair<std::string, std::string>> DaemonEnvironment(const CLI::App& app) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const CLI::Option* o : app.get_options()) {
+    if (o->get_lnames().empty()) continue;
+    const std::string& name = o->get_lnames().front();
+    if (name == "help" || name == "version") continue;
+    out.emplace_back("--" + name,
+                     "CAKED_" + absl::AsciiStrToUpper(absl::StrReplaceAll(name, {{"-", "_"}})));
   }
-  return absl::OkStatus();
+  return out;
 }
 
 }  // namespace cake::server

@@ -1,10 +1,14 @@
-// caked configuration: defaults, then the config file (`key = value`, `#` comments), then flags.
-// Every key and its default is listed in deploy/caked.conf.
+// caked configuration: defaults, then the config file (`--config FILE`: `key = value`, `#`
+// comments, keys as in deploy/caked.conf), then the environment (CAKED_<KEY>), then flags
+// (base/cli_layers.h). Every key is also a flag: `max_message_bytes` is `--max-message-bytes`.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
-#include "absl/status/statusor.h"
+#include "CLI/CLI.hpp"
 
 namespace cake::server {
 
@@ -15,7 +19,9 @@ struct DaemonConfig {
   int cpu_workers = 2;
   int max_queue = 256;
   int max_attempts = 3;
-  int64_t max_message_bytes = 4 << 20;
+  int64_t max_message_bytes = 4 << 20;  // gRPC receive limit
+  int64_t max_reply_bytes = 64 << 20;   // gRPC send limit (RESOURCE_EXHAUSTED beyond)
+  int64_t keepalive_time_ms = 60000;    // HTTP/2 pings on idle connections (watch streams)
   int64_t compile_timeout_ms = 300000;
   int64_t gpu_timeout_ms = 600000;
   bool use_gpu = true;
@@ -26,9 +32,13 @@ struct DaemonConfig {
   int64_t compile_address_space_bytes = int64_t{8} << 30;  // RLIMIT_AS of compile workers
   std::string log_level = "info";      // trace | debug | info | warn | error | critical
   std::string worker_user = "nobody";  // a root caked's workers run as this user ("" = root)
+  std::string metrics_file;            // Prometheus textfile, rewritten every few seconds
 };
 
-// Applies `key = value` lines of `path` to `config`. InvalidArgument names the line.
-absl::Status ApplyConfigFile(const std::string& path, DaemonConfig* config);
+// Registers `--config` and one option per DaemonConfig field on `app`, bound to `config`.
+void AddDaemonOptions(CLI::App& app, DaemonConfig* config);
+
+// (flag, environment variable) of every option: CAKED_STATE_DIR for --state-dir, ...
+std::vector<std::pair<std::string, std::string>> DaemonEnvironment(const CLI::App& app);
 
 }  // namespace cake::server

@@ -733,6 +733,14 @@ absl::StatusOr<v1::RegressReply> Orchestrator::Regress(const std::string& contra
   return reply;
 }
 
+absl::StatusOr<MetricsInput> Orchestrator::MetricsSnapshot() {
+  MetricsInput m;
+  CAKE_ASSIGN_OR_RETURN(m.status, Status());
+  CAKE_ASSIGN_OR_RETURN(m.jobs, ledger_->jobs().CountsByKindAndState());
+  CAKE_ASSIGN_OR_RETURN(m.promotions, ledger_->contracts().PromotionCounts());
+  return m;
+}
+
 absl::StatusOr<v1::StatusReply> Orchestrator::Status() {
   v1::StatusReply s;
   s.set_version(CAKE_VERSION);

@@ -32,6 +32,7 @@
 #include "gpuqueue/lanes.h"
 #include "gpuqueue/sandbox.h"
 #include "ledger/ledger.h"
+#include "metrics.h"
 
 namespace cake::server {
 
@@ -79,6 +80,8 @@ class Orchestrator : private gpuqueue::LaneWork {
   absl::StatusOr<v1::GetContractReply> GetContract(const std::string& id, Role role);
   absl::StatusOr<v1::ProposeReply> Propose(const v1::ProposeRequest& req, Role role);
   absl::StatusOr<evidence::Candidate> GetCandidate(const std::string& id, Role role);
+  // What the Prometheus textfile shows (server/metrics.h), SM clocks left to the caller.
+  absl::StatusOr<MetricsInput> MetricsSnapshot();
   // server/orchestrator_inspect.cc.
   absl::StatusOr<v1::InspectReply> Inspect(const v1::InspectRequest& req, Role role);
   absl::StatusOr<v1::ListCandidatesReply> ListCandidates(const v1::ListCandidatesRequest& req,

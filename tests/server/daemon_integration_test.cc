@@ -657,8 +657,35 @@ TEST_F(DaemonTest, ShippedConfigParsesAndLogLevelFilters) {
   std::ofstream(bad) << "# a comment\nlog_level = loud\n";
   Daemon d(state_);
   EXPECT_FALSE(d.Start({"--config", bad.string()}));
-  EXPECT_NE(d.Log().find("bad.conf:2: log_level is trace, debug, info"), std::string::npos)
+  EXPECT_NE(d.Log().find("--log-level: loud not in {trace,debug,info,warn,error,critical}"),
+            std::string::npos)
       << d.Log();
+  EXPECT_EQ(WEXITSTATUS(d.exit_status()), 2);
+  // A key that names no option is an error, not ignored.
+  const fs::path unknown = state_ / "unknown.conf";
+  std::ofstream(unknown) << "max_mesage_bytes = 10\n";
+  Daemon u(state_);
+  EXPECT_FALSE(u.Start({"--config", unknown.string()}));
+  EXPECT_NE(u.Log().find("max-mesage-bytes"), std::string::npos) << u.Log();
+}
+
+// Flags win over the environment, which wins over the config file (caked --print-config shows
+// the effective values).
+TEST_F(DaemonTest, FlagsThenEnvironmentThenConfigFile) {
+  const fs::path conf = state_ / "layers.conf";
+  fs::create_directories(state_);
+  std::ofstream(conf) << "log_level = warn\ncpu_workers = 5\nmax_queue = 9\n";
+  base::SubprocessOptions o;
+  o.env = {{"CAKED_LOG_LEVEL", "debug"}, {"CAKED_CPU_WORKERS", "6"}};
+  auto r = base::RunSubprocess(
+      {CAKED_PATH, "--config", conf.string(), "--cpu-workers", "7", "--print-config"}, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const std::string& out = r->stdout_bytes;
+  EXPECT_EQ(r->exit_code, 0) << r->stderr_bytes;
+  EXPECT_NE(out.find("cpu-workers=7\n"), std::string::npos) << out;        // flag over env
+  EXPECT_NE(out.find("log-level=\"debug\"\n"), std::string::npos) << out;  // env over config
+  EXPECT_NE(out.find("max-queue=9\n"), std::string::npos) << out;          // config over default
+  EXPECT_NE(out.find("max-attempts=3\n"), std::string::npos) << out;       // default
 }
 
 }  // namespace
