@@ -14,6 +14,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -447,7 +448,8 @@ int main(int argc, char** argv) {
   watch->add_option("--timeout", watch_timeout, "Give up after this many seconds (0 = never)");
   auto* regress = app.add_subcommand(
       "regress",
-      "Re-validate the incumbent; exit 3 on a regression, 1 if the job failed or timed out");
+      "Re-validate and re-time the incumbent (against the baseline and its own recorded run); "
+      "exit 3 on a regression, 1 if a job failed, was inconclusive or timed out");
   regress->add_option("--contract", contract_id, "Contract id")->required();
   int regress_timeout = 1800;
   regress->add_option("--timeout", regress_timeout,
@@ -747,41 +749,65 @@ int main(int argc, char** argv) {
     auto ctx = client.Ctx();
     grpc::Status s = client->Regress(ctx.get(), req, &r);
     if (!s.ok()) return ExitFor(s);
-    std::cerr << "regression validation of " << r.incumbent() << " queued as job " << r.job_id()
-              << "\n";
-    // The job's end, from the event stream: regress_ok (0), regress_failed (a regression: 3),
-    // job_failed (the job itself failed: 1), or no end within --timeout (1).
+    std::cerr << "regression run of " << r.incumbent() << ": validation job " << r.job_id()
+              << ", re-timing job " << r.timing_job_id() << " (against the baseline "
+              << r.baseline() << " and its own recorded run)\n";
+    // Each job's end, from the event stream: ok, regression, inconclusive (timing only),
+    // job_failed (the job itself failed), or no end within --timeout.
+    std::map<int64_t, std::pair<std::string, std::string>> ends = {
+        {r.job_id(), {"timeout", ""}}, {r.timing_job_id(), {"timeout", ""}}};
     svc::WatchRequest wr;
     auto wctx = client.Ctx();
     wctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(regress_timeout));
     auto reader = client->Watch(wctx.get(), wr);
-    std::string result = "timeout", message;
+    int open = 2;
     svc::Event e;
-    while (result == "timeout" && reader->Read(&e)) {
-      if (e.job_id() != r.job_id()) continue;
-      if (e.kind() == "regress_ok") result = "ok";
-      if (e.kind() == "regress_failed") result = "regression";
-      if (e.kind() == "job_failed") result = "job_failed";
-      message = e.message();
+    while (open > 0 && reader->Read(&e)) {
+      auto it = ends.find(e.job_id());
+      if (it == ends.end() || it->second.first != "timeout") continue;
+      const std::string& k = e.kind();
+      const std::string end = k == "regress_ok" || k == "regress_timing_ok"           ? "ok"
+                              : k == "regress_failed" || k == "regress_timing_failed" ? "regression"
+                              : k == "regress_timing_inconclusive" ? "inconclusive"
+                              : k == "job_failed"                  ? "job_failed"
+                                                                   : "";
+      if (end.empty()) continue;
+      it->second = {end, e.message()};
+      --open;
     }
     wctx->TryCancel();
-    if (result == "timeout")
-      message = absl::StrCat("job ", r.job_id(), " did not end within ", regress_timeout, " s");
+    for (auto& [job, end] : ends)
+      if (end.first == "timeout")
+        end.second = absl::StrCat("job ", job, " did not end within ", regress_timeout, " s");
+    const auto& validation = ends[r.job_id()];
+    const auto& timing = ends[r.timing_job_id()];
+    // A regression anywhere is a finding (3); otherwise anything short of two oks is a failed
+    // gate (1): unknown is not a pass.
+    const bool regression = validation.first == "regression" || timing.first == "regression";
+    const bool ok = validation.first == "ok" && timing.first == "ok";
     if (table) {
-      std::cout << (result == "ok"           ? "no regression: "
-                    : result == "regression" ? "REGRESSION: "
-                                             : "regression job did not complete: ")
-                << message << "\n";
+      std::cout << (regression ? "REGRESSION"
+                    : ok       ? "no regression"
+                               : "regression run incomplete")
+                << "\n  validation: " << validation.first << ": " << validation.second
+                << "\n  timing: " << timing.first << ": " << timing.second << "\n";
     } else {
       google::protobuf::Struct out;
       auto& f = *out.mutable_fields();
       f["incumbent"].set_string_value(r.incumbent());
+      f["baseline"].set_string_value(r.baseline());
       f["job_id"].set_number_value(static_cast<double>(r.job_id()));
-      f["result"].set_string_value(result);  // ok | regression | job_failed | timeout
-      f["message"].set_string_value(message);
+      f["timing_job_id"].set_number_value(static_cast<double>(r.timing_job_id()));
+      // ok | regression | incomplete; each part: ok | regression | inconclusive | job_failed |
+      // timeout
+      f["result"].set_string_value(regression ? "regression" : ok ? "ok" : "incomplete");
+      f["validation"].set_string_value(validation.first);
+      f["validation_message"].set_string_value(validation.second);
+      f["timing"].set_string_value(timing.first);
+      f["timing_message"].set_string_value(timing.second);
       std::cout << Json(out, false) << "\n";
     }
-    return result == "ok" ? kOk : result == "regression" ? kRegression : kFail;
+    return regression ? kRegression : ok ? kOk : kFail;
   }
 
   if (agent->parsed()) {

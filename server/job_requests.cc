@@ -80,15 +80,17 @@ worker::Request SanitizeRequest(const std::string& candidate, const contract::Co
 
 worker::Request MeasureRequest(const std::string& candidate, const contract::Contract& c,
                                const worker::KernelRef& incumbent,
-                               const worker::KernelRef& challenger, int run, uint64_t seed) {
+                               const worker::KernelRef& challenger, int run, uint64_t seed,
+                               bool regress) {
   worker::Request r;
-  r.set_job_id(absl::StrCat("measure-", candidate, "-", run));
+  r.set_job_id(absl::StrCat(regress ? "regress-timing-" : "measure-", candidate, "-", run));
   worker::MeasureJob* m = r.mutable_measure();
   *m->mutable_contract() = c;
   *m->mutable_incumbent() = incumbent;
   *m->mutable_challenger() = challenger;
   m->set_run(run);
   m->set_seed(seed);
+  m->set_regress(regress);
   return r;
 }
 

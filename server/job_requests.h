@@ -29,7 +29,8 @@ worker::Request SanitizeRequest(const std::string& candidate, const contract::Co
                                 const std::vector<std::string>& tools, uint64_t seed);
 worker::Request MeasureRequest(const std::string& candidate, const contract::Contract& c,
                                const worker::KernelRef& incumbent,
-                               const worker::KernelRef& challenger, int run, uint64_t seed);
+                               const worker::KernelRef& challenger, int run, uint64_t seed,
+                               bool regress = false);
 
 // The wall-clock limit of one attempt: the lane's limit, or for a sanitize job each tool's
 // limit (the contract's sanitizer_timeout_s, default 300 s) plus a minute, if that is longer.

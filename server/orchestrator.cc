@@ -720,7 +720,6 @@ absl::StatusOr<int64_t> Orchestrator::Measure(const std::string& candidate,
 
 absl::StatusOr<v1::RegressReply> Orchestrator::Regress(const std::string& contract_id) {
   CAKE_ASSIGN_OR_RETURN(contract::Contract c, ledger_->contracts().Get(contract_id));
-  (void)c;
   CAKE_ASSIGN_OR_RETURN(std::string incumbent, ledger_->contracts().Incumbent(contract_id));
   if (incumbent.empty())
     return absl::FailedPreconditionError(
@@ -730,6 +729,16 @@ absl::StatusOr<v1::RegressReply> Orchestrator::Regress(const std::string& contra
   reply.set_incumbent(incumbent);
   CAKE_ASSIGN_OR_RETURN(int64_t job, EnqueueValidate(incumbent, JobKind::kRegress));
   reply.set_job_id(job);
+  // The timing half: the incumbent paired against the baseline (the contract's first candidate).
+  CAKE_ASSIGN_OR_RETURN(std::string baseline, ledger_->candidates().Oldest(contract_id));
+  CAKE_ASSIGN_OR_RETURN(worker::KernelRef base_kernel, KernelFor(baseline));
+  CAKE_ASSIGN_OR_RETURN(worker::KernelRef inc_kernel, KernelFor(incumbent));
+  CAKE_ASSIGN_OR_RETURN(
+      int64_t timing,
+      Enqueue(incumbent, MeasureRequest(incumbent, c, base_kernel, inc_kernel, 0, FreshSeed(),
+                                        /*regress=*/true)));
+  reply.set_timing_job_id(timing);
+  reply.set_baseline(baseline);
   return reply;
 }
 

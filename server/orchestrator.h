@@ -126,6 +126,10 @@ class Orchestrator : private gpuqueue::LaneWork {
   absl::Status Advance(const std::string& candidate, Step step, const std::string& note);
 
   absl::StatusOr<int64_t> Enqueue(const std::string& candidate, const worker::Request& request);
+  // A regression re-timing's end: recorded with the incumbent, judged (server/regress_policy.h)
+  // into an event; no candidate's state changes.
+  absl::Status OnRegressTimed(const ledger::Job& job, const evidence::Candidate& incumbent,
+                              const contract::Contract& c, evidence::Measurement m);
   absl::StatusOr<int64_t> EnqueueValidate(const std::string& candidate, ledger::JobKind kind);
   absl::StatusOr<int64_t> EnqueueSanitize(const std::string& candidate,
                                           const std::vector<std::string>& tools);

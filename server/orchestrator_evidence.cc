@@ -1,5 +1,8 @@
 // The orchestrator's evidence path: validation and sanitizer records in, eligibility derived,
 // measurements judged, the promotion policy applied. Split from orchestrator.cc (jobs, RPCs).
+#include <algorithm>
+
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
@@ -11,6 +14,7 @@
 #include "orchestrator.h"
 #include "promotion_policy.h"
 #include "protocol/paired_verdict.h"
+#include "regress_policy.h"
 #include "spdlog/spdlog.h"
 #include "workloads/workload.h"
 
@@ -107,6 +111,8 @@ absl::Status Orchestrator::OnMeasured(const ledger::Job& job, const worker::Repl
   // The daemon judges the raw samples itself: the worker's verdict is not taken on trust.
   evidence::Measurement m = reply.measurement();
   protocol::JudgeMeasurement(&m, c);
+  if (worker::Request req; req.ParseFromString(job.request) && req.measure().regress())
+    return OnRegressTimed(job, cand, c, std::move(m));
   // What was timed was checked: the challenger's outputs and inputs on every timed launch.
   const TimedOutputEvidence timed =
       ReadTimedOutputChecks(m, workloads::EffectivePolicy(c).inputs_mutable());
@@ -148,6 +154,53 @@ absl::Status Orchestrator::OnMeasured(const ledger::Job& job, const worker::Repl
         cand.contract_id(), job.candidate_id,
         absl::StrCat("faster in ", m.run() + 1, " paired runs; ", d.summary)));
     return Advance(job.candidate_id, Step::kPromoted, absl::StrCat("promoted: ", d.summary));
+  });
+}
+
+namespace {
+
+constexpr char kRegressNote[] = "regress re-timing";
+
+// The latest valid run, not itself a re-timing, with `id` as either arm: its own runs first
+// (as the challenger), else another candidate's run against it. nullptr if none.
+const evidence::Measurement* RecordedRun(const std::string& id,
+                                         const std::vector<evidence::Candidate>& candidates) {
+  const evidence::Measurement* found = nullptr;
+  for (const evidence::Candidate& c : candidates)
+    for (const evidence::Measurement& m : c.measurements()) {
+      if (m.invalid() || absl::StartsWith(m.note(), kRegressNote)) continue;
+      if (c.id() == id && m.candidate() == id) return &m;  // lists are newest candidate first
+      if (m.incumbent() == id && found == nullptr) found = &m;
+    }
+  return found;
+}
+
+}  // namespace
+
+absl::Status Orchestrator::OnRegressTimed(const ledger::Job& job, const evidence::Candidate& inc,
+                                          const contract::Contract& c, evidence::Measurement m) {
+  m.set_note(absl::StrCat(kRegressNote, m.note().empty() ? "" : "; ", m.note()));
+  // The incumbent's own runs, newest last, then the contract's other candidates, newest first.
+  std::vector<evidence::Candidate> candidates;
+  evidence::Candidate self = inc;
+  std::reverse(self.mutable_measurements()->begin(), self.mutable_measurements()->end());
+  candidates.push_back(std::move(self));
+  CAKE_ASSIGN_OR_RETURN(ledger::CandidateStore::CandidatePage page,
+                        ledger_->candidates().List(inc.contract_id(), 1000));
+  for (evidence::Candidate& other : page.candidates)
+    if (other.id() != inc.id()) {
+      CAKE_ASSIGN_OR_RETURN(evidence::Candidate full, ledger_->candidates().Get(other.id()));
+      candidates.push_back(std::move(full));
+    }
+  const RegressTiming t = DecideRegressTiming(m, RecordedRun(inc.id(), candidates), inc.id(),
+                                              m.incumbent(), c.protocol().practical_floor());
+  const char* kind = t.result == RegressTiming::kOk           ? "regress_timing_ok"
+                     : t.result == RegressTiming::kRegression ? "regress_timing_failed"
+                                                              : "regress_timing_inconclusive";
+  return ledger_->Atomically([&]() -> absl::Status {
+    CAKE_RETURN_IF_ERROR(ledger_->jobs().Finish(job.id, true, ""));
+    CAKE_RETURN_IF_ERROR(ledger_->evidence().PutMeasurement(job.candidate_id, m));
+    return ledger_->events().Add(kind, job.candidate_id, job.id, t.summary);
   });
 }
 

@@ -2,7 +2,8 @@
 # The scripted agent session (clients/mcp/example_agent_run.py) on a GPU machine, from binaries
 # built elsewhere (carried build/device, .toolchain) and the client packages (carried
 # clients/python with its generated messages; the MCP SDK as wheels under .whl, installed into
-# /tmp/site). Saves the transcript, ledger and daemon log to $OUT.
+# /tmp/site), then `cakectl regress` on its contract. Saves the transcript, the regress result,
+# ledger and daemon log to $OUT.
 set -uo pipefail
 . "$(dirname "$0")/env.sh"
 if [ -d .whl ]; then
@@ -33,6 +34,10 @@ CAKE_STATE_DIR="$state" CAKE_TOKEN_FILE="$state/tokens/agent" timeout "${AGENT_T
   python3 clients/mcp/example_agent_run.py "$cid" "$base" "${AGENT_BUDGET:-500}" 2>&1 |
   tee -a "$out/transcript.txt"
 rc=${PIPESTATUS[0]}
+# The CI gate on the session's contract: re-validate and re-time the incumbent.
+CAKE_TOKEN_FILE="$state/tokens/ci" timeout 300 "$bin/cakectl" -o json regress --contract "$cid" \
+  --timeout 280 > "$out/regress.json" 2> "$out/regress.err"
+echo "regress exit code $?" >> "$out/regress.err"
 CAKE_TOKEN_FILE="$state/tokens/operator" "$bin/cakectl" -o table candidates --contract "$cid" \
   > "$out/candidates.txt" 2>&1
 kill -TERM $daemon; wait $daemon
