@@ -669,6 +669,31 @@ TEST_F(DaemonTest, ShippedConfigParsesAndLogLevelFilters) {
   EXPECT_NE(u.Log().find("max-mesage-bytes"), std::string::npos) << u.Log();
 }
 
+// A reply over max_reply_bytes is RESOURCE_EXHAUSTED, not sent; small replies still go out.
+TEST_F(DaemonTest, AReplyOverTheSendLimitIsResourceExhausted) {
+  Daemon d(state_);
+  ASSERT_TRUE(d.Start({"--max-reply-bytes", "4096"})) << d.Log();
+  CreateContract(d);
+  v1::ListCandidatesReply list;
+  ASSERT_TRUE(d.stub()->ListCandidates(d.Ctx().get(), {}, &list).ok());
+  ASSERT_EQ(list.candidates_size(), 1);
+  const std::string baseline = list.candidates(0).id();
+  v1::GetCandidateRequest req;
+  req.set_candidate_id(baseline);
+  evidence::Candidate c;
+  grpc::Status s;
+  // Once compiled, the whole candidate (receipt, SASS census, schedule text) passes 4 KiB.
+  for (int i = 0; i < 600; ++i) {
+    s = d.stub()->GetCandidate(d.Ctx().get(), req, &c);
+    if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  v1::StatusReply st;
+  EXPECT_TRUE(d.stub()->Status(d.Ctx().get(), {}, &st).ok());
+  EXPECT_EQ(d.Stop(), 0);
+}
+
 // Flags win over the environment, which wins over the config file (caked --print-config shows
 // the effective values).
 TEST_F(DaemonTest, FlagsThenEnvironmentThenConfigFile) {
