@@ -638,12 +638,22 @@ absl::StatusOr<std::optional<v1::ProposeReply>> Orchestrator::AnswerRepeatedFail
   return reply;
 }
 
-absl::StatusOr<evidence::Candidate> Orchestrator::GetCandidate(const std::string& id, Role role) {
-  CAKE_ASSIGN_OR_RETURN(evidence::Candidate c, ledger_->candidates().Get(id));
-  CAKE_ASSIGN_OR_RETURN(contract::Contract ct, ledger_->contracts().Get(c.contract_id()));
+namespace {
+
+// A stored candidate as a caller in `role` is shown it: eligibility derived, and for agents
+// the checks of held-out rows and cases removed.
+evidence::Candidate AsServed(evidence::Candidate c, const contract::Contract& ct, Role role) {
   *c.mutable_eligibility() = DeriveEligibility(ct, {c.evidence().begin(), c.evidence().end()});
   if (role == Role::kAgent) HideHeldOutChecks(HiddenCaseNames(ct), &c);
   return c;
+}
+
+}  // namespace
+
+absl::StatusOr<evidence::Candidate> Orchestrator::GetCandidate(const std::string& id, Role role) {
+  CAKE_ASSIGN_OR_RETURN(evidence::Candidate c, ledger_->candidates().Get(id));
+  CAKE_ASSIGN_OR_RETURN(contract::Contract ct, ledger_->contracts().Get(c.contract_id()));
+  return AsServed(std::move(c), ct, role);
 }
 
 absl::StatusOr<v1::ListCandidatesReply> Orchestrator::ListCandidates(
@@ -665,9 +675,16 @@ absl::StatusOr<v1::ListCandidatesReply> Orchestrator::ListCandidates(
                                  req.page_size() > 0 ? req.page_size() : kDefaultPageSize, before,
                                  req.branch()));
   v1::ListCandidatesReply reply;
-  for (const evidence::Candidate& c : page.candidates) {
-    CAKE_ASSIGN_OR_RETURN(evidence::Candidate v, GetCandidate(c.id(), role));
-    *reply.add_candidates() = SummaryView(std::move(v));
+  // The page's candidates are already assembled: each contract is read once, not each candidate
+  // twice.
+  std::map<std::string, contract::Contract> contracts;
+  for (evidence::Candidate& c : page.candidates) {
+    auto it = contracts.find(c.contract_id());
+    if (it == contracts.end()) {
+      CAKE_ASSIGN_OR_RETURN(contract::Contract ct, ledger_->contracts().Get(c.contract_id()));
+      it = contracts.emplace(c.contract_id(), std::move(ct)).first;
+    }
+    *reply.add_candidates() = SummaryView(AsServed(std::move(c), it->second, role));
   }
   if (page.more) reply.set_next_page_token(absl::StrCat("s", page.last_seq));
   return reply;
