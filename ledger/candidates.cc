@@ -163,10 +163,8 @@ absl::StatusOr<evidence::Candidate> CandidateStore::Get(const std::string& id) {
   c.set_proposer(s.Text(7));
   c.set_created_unix_ms(s.Int(8));
   c.set_branch(s.Text(9));
-  CAKE_ASSIGN_OR_RETURN(Stmt h,
-                        conn_->db().Prepare("SELECT body FROM hypotheses WHERE candidate_id = ?"));
-  h.Bind(1, id);
-  if (h.Step()) c.mutable_hypothesis()->ParseFromString(h.Blob(0));
+  CAKE_ASSIGN_OR_RETURN(std::optional<evidence::Hypothesis> hyp, ReadHypothesis(id));
+  if (hyp.has_value()) *c.mutable_hypothesis() = *std::move(hyp);
   CAKE_ASSIGN_OR_RETURN(
       Stmt a,
       conn_->db().Prepare(
@@ -272,16 +270,22 @@ absl::StatusOr<std::string> CandidateStore::Oldest(const std::string& contract_i
 
 absl::StatusOr<evidence::Hypothesis> CandidateStore::HypothesisOf(const std::string& id) {
   auto lock = conn_->Lock();
+  CAKE_ASSIGN_OR_RETURN(std::optional<evidence::Hypothesis> h, ReadHypothesis(id));
+  return h.value_or(evidence::Hypothesis());
+}
+
+absl::StatusOr<std::optional<evidence::Hypothesis>> CandidateStore::ReadHypothesis(
+    const std::string& id) {
   CAKE_ASSIGN_OR_RETURN(Stmt s,
                         conn_->db().Prepare("SELECT body FROM hypotheses WHERE candidate_id = ?"));
   s.Bind(1, id);
-  evidence::Hypothesis h;
-  if (s.Step()) {
-    if (!h.ParseFromString(s.Blob(0)))
-      return absl::DataLossError(absl::StrCat("the hypothesis of ", id, " does not parse"));
-    return h;
+  if (!s.Step()) {
+    CAKE_RETURN_IF_ERROR(s.status());
+    return std::nullopt;
   }
-  CAKE_RETURN_IF_ERROR(s.status());
+  // As candidates have always been read: a body that does not parse reads as an empty one.
+  evidence::Hypothesis h;
+  if (!h.ParseFromString(s.Blob(0))) h.Clear();
   return h;
 }
 
@@ -309,15 +313,9 @@ absl::StatusOr<std::vector<CandidateStore::Branch>> CandidateStore::Branches(
       out.push_back(std::move(b));
     }
     CAKE_RETURN_IF_ERROR(s.status());
-    CAKE_ASSIGN_OR_RETURN(
-        Stmt h, conn_->db().Prepare("SELECT body FROM hypotheses WHERE candidate_id = ?"));
     for (Branch& b : out) {
-      h.Reset();
-      h.Bind(1, b.first);
-      evidence::Hypothesis hyp;
-      if (h.Step()) hyp.ParseFromString(h.Blob(0));
-      CAKE_RETURN_IF_ERROR(h.status());
-      b.forked_from = hyp.parent();
+      CAKE_ASSIGN_OR_RETURN(std::optional<evidence::Hypothesis> first, ReadHypothesis(b.first));
+      if (first.has_value()) b.forked_from = first->parent();
     }
   }
   return out;

@@ -89,6 +89,9 @@ class CandidateStore {
   absl::StatusOr<std::string> ForKey(const std::string& idempotency_key);  // "" if none
 
  private:
+  // The candidate's hypothesis (nullopt if none); the caller holds the connection's lock.
+  absl::StatusOr<std::optional<evidence::Hypothesis>> ReadHypothesis(const std::string& id);
+
   Connection* conn_;
   EventLog* events_;
   EvidenceStore* evidence_;

@@ -8,7 +8,10 @@ namespace cake::server {
 
 void AddDaemonOptions(CLI::App& app, DaemonConfig* c) {
   app.set_config("--config", "", "Config file (key = value; see deploy/caked.conf)");
-  const auto non_negative = CLI::NonNegativeNumber;
+  // A non-negative number with its default shown in --help.
+  const auto count = [&app](const char* name, auto& field, const char* help) {
+    app.add_option(name, field, help)->check(CLI::NonNegativeNumber)->capture_default_str();
+  };
   app.add_option("--state-dir", c->state_dir, "State directory (ledger, artifacts, tokens)")
       ->capture_default_str();
   app.add_option("--listen", c->listen,
@@ -18,33 +21,17 @@ void AddDaemonOptions(CLI::App& app, DaemonConfig* c) {
   app.add_option("--log-level", c->log_level, "trace, debug, info, warn, error or critical")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical"}))
       ->capture_default_str();
-  app.add_option("--cpu-workers", c->cpu_workers, "Parallel compile workers")
-      ->check(non_negative)
-      ->capture_default_str();
-  app.add_option("--max-queue", c->max_queue, "Queued jobs before Propose is refused")
-      ->check(non_negative)
-      ->capture_default_str();
-  app.add_option("--max-attempts", c->max_attempts,
-                 "Re-queues of a job interrupted by a restart before it fails")
-      ->check(non_negative)
-      ->capture_default_str();
-  app.add_option("--max-message-bytes", c->max_message_bytes, "gRPC receive limit")
-      ->check(non_negative)
-      ->capture_default_str();
-  app.add_option("--max-reply-bytes", c->max_reply_bytes,
-                 "gRPC send limit (a bigger reply is RESOURCE_EXHAUSTED)")
-      ->check(non_negative)
-      ->capture_default_str();
-  app.add_option("--keepalive-time-ms", c->keepalive_time_ms,
-                 "Ping idle connections this often; one that does not answer is closed")
-      ->check(non_negative)
-      ->capture_default_str();
-  app.add_option("--compile-timeout-ms", c->compile_timeout_ms, "Per compile job")
-      ->check(non_negative)
-      ->capture_default_str();
-  app.add_option("--gpu-timeout-ms", c->gpu_timeout_ms, "Per GPU job")
-      ->check(non_negative)
-      ->capture_default_str();
+  count("--cpu-workers", c->cpu_workers, "Parallel compile workers");
+  count("--max-queue", c->max_queue, "Queued jobs before Propose is refused");
+  count("--max-attempts", c->max_attempts,
+        "Re-queues of a job interrupted by a restart before it fails");
+  count("--max-message-bytes", c->max_message_bytes, "gRPC receive limit");
+  count("--max-reply-bytes", c->max_reply_bytes,
+        "gRPC send limit (a bigger reply is RESOURCE_EXHAUSTED)");
+  count("--keepalive-time-ms", c->keepalive_time_ms,
+        "Ping idle connections this often; one that does not answer is closed");
+  count("--compile-timeout-ms", c->compile_timeout_ms, "Per compile job");
+  count("--gpu-timeout-ms", c->gpu_timeout_ms, "Per GPU job");
   app.add_option("--use-gpu", c->use_gpu, "Use a GPU when one is found (true or false)")
       ->capture_default_str();
   app.add_option("--confine-workers", c->confine_workers,
@@ -53,16 +40,10 @@ void AddDaemonOptions(CLI::App& app, DaemonConfig* c) {
   app.add_option("--job-containment", c->job_containment, "auto or process_group")
       ->check(CLI::IsMember({"auto", "process_group"}))
       ->capture_default_str();
-  app.add_option("--job-memory-max-bytes", c->job_memory_max_bytes, "memory.max of a job's cgroup")
-      ->check(non_negative)
-      ->capture_default_str();
-  app.add_option("--job-pids-max", c->job_pids_max, "pids.max of a job's cgroup")
-      ->check(non_negative)
-      ->capture_default_str();
-  app.add_option("--compile-address-space-bytes", c->compile_address_space_bytes,
-                 "RLIMIT_AS of compile workers")
-      ->check(non_negative)
-      ->capture_default_str();
+  count("--job-memory-max-bytes", c->job_memory_max_bytes, "memory.max of a job's cgroup");
+  count("--job-pids-max", c->job_pids_max, "pids.max of a job's cgroup");
+  count("--compile-address-space-bytes", c->compile_address_space_bytes,
+        "RLIMIT_AS of compile workers");
   app.add_option("--worker-user", c->worker_user, "User a root caked runs its workers as")
       ->capture_default_str();
   app.add_option("--metrics-file", c->metrics_file,

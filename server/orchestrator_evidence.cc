@@ -1,7 +1,5 @@
 // The orchestrator's evidence path: validation and sanitizer records in, eligibility derived,
 // measurements judged, the promotion policy applied. Split from orchestrator.cc (jobs, RPCs).
-#include <algorithm>
-
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -161,18 +159,26 @@ namespace {
 
 constexpr char kRegressNote[] = "regress re-timing";
 
-// The latest valid run, not itself a re-timing, with `id` as either arm: its own runs first
-// (as the challenger), else another candidate's run against it. nullptr if none.
-const evidence::Measurement* RecordedRun(const std::string& id,
-                                         const std::vector<evidence::Candidate>& candidates) {
-  const evidence::Measurement* found = nullptr;
+// A run that can stand as a record: valid, and not itself a re-timing.
+bool IsRecord(const evidence::Measurement& m) {
+  return !m.invalid() && !absl::StartsWith(m.note(), kRegressNote);
+}
+
+// The newest record of `c` as the challenger; nullptr if none.
+const evidence::Measurement* OwnRecord(const evidence::Candidate& c) {
+  for (auto m = c.measurements().rbegin(); m != c.measurements().rend(); ++m)
+    if (IsRecord(*m) && m->candidate() == c.id()) return &*m;
+  return nullptr;
+}
+
+// The newest record of another candidate timed against `id` (`candidates` newest first);
+// nullptr if none.
+const evidence::Measurement* RecordAgainst(const std::string& id,
+                                           const std::vector<evidence::Candidate>& candidates) {
   for (const evidence::Candidate& c : candidates)
-    for (const evidence::Measurement& m : c.measurements()) {
-      if (m.invalid() || absl::StartsWith(m.note(), kRegressNote)) continue;
-      if (c.id() == id && m.candidate() == id) return &m;  // lists are newest candidate first
-      if (m.incumbent() == id && found == nullptr) found = &m;
-    }
-  return found;
+    for (auto m = c.measurements().rbegin(); m != c.measurements().rend(); ++m)
+      if (IsRecord(*m) && m->incumbent() == id && c.id() != id) return &*m;
+  return nullptr;
 }
 
 }  // namespace
@@ -180,20 +186,16 @@ const evidence::Measurement* RecordedRun(const std::string& id,
 absl::Status Orchestrator::OnRegressTimed(const ledger::Job& job, const evidence::Candidate& inc,
                                           const contract::Contract& c, evidence::Measurement m) {
   m.set_note(absl::StrCat(kRegressNote, m.note().empty() ? "" : "; ", m.note()));
-  // The incumbent's own runs, newest last, then the contract's other candidates, newest first.
-  std::vector<evidence::Candidate> candidates;
-  evidence::Candidate self = inc;
-  std::reverse(self.mutable_measurements()->begin(), self.mutable_measurements()->end());
-  candidates.push_back(std::move(self));
-  CAKE_ASSIGN_OR_RETURN(ledger::CandidateStore::CandidatePage page,
-                        ledger_->candidates().List(inc.contract_id(), 1000));
-  for (evidence::Candidate& other : page.candidates)
-    if (other.id() != inc.id()) {
-      CAKE_ASSIGN_OR_RETURN(evidence::Candidate full, ledger_->candidates().Get(other.id()));
-      candidates.push_back(std::move(full));
-    }
-  const RegressTiming t = DecideRegressTiming(m, RecordedRun(inc.id(), candidates), inc.id(),
-                                              m.incumbent(), c.protocol().practical_floor());
+  // Its own run as the challenger; for the baseline (never a challenger), another candidate's
+  // run against it, so the contract's candidates are read only then.
+  const evidence::Measurement* recorded = OwnRecord(inc);
+  ledger::CandidateStore::CandidatePage others;
+  if (recorded == nullptr) {
+    CAKE_ASSIGN_OR_RETURN(others, ledger_->candidates().List(inc.contract_id(), 1000));
+    recorded = RecordAgainst(inc.id(), others.candidates);
+  }
+  const RegressTiming t =
+      DecideRegressTiming(m, recorded, inc.id(), m.incumbent(), c.protocol().practical_floor());
   const char* kind = t.result == RegressTiming::kOk           ? "regress_timing_ok"
                      : t.result == RegressTiming::kRegression ? "regress_timing_failed"
                                                               : "regress_timing_inconclusive";
