@@ -1,0 +1,80 @@
+// The orchestrator's read-only views: Status, the metrics snapshot, the event feed and idleness.
+// Nothing here changes the ledger.
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "orchestrator.h"
+#include "request_limits.h"
+
+namespace cake::server {
+
+absl::StatusOr<MetricsInput> Orchestrator::MetricsSnapshot() {
+  MetricsInput m;
+  CAKE_ASSIGN_OR_RETURN(m.status, Status());
+  CAKE_ASSIGN_OR_RETURN(m.jobs, ledger_->jobs().CountsByKindAndState());
+  CAKE_ASSIGN_OR_RETURN(m.promotions, ledger_->contracts().PromotionCounts());
+  return m;
+}
+
+absl::StatusOr<v1::StatusReply> Orchestrator::Status() {
+  v1::StatusReply s;
+  s.set_version(CAKE_VERSION);
+  s.set_boot_id(boot_id_);
+  s.set_containment(containment_ ? containment_->Describe() : "not started");
+  s.set_worker_sandbox(sandbox_note_);
+  s.set_execution_device(execution_device_);
+  s.set_device_note(device_note_);
+  if (lanes_)
+    for (const gpuqueue::Lanes::DeviceState& d : lanes_->States()) {
+      v1::DeviceStatus* ds = s.add_devices();
+      ds->set_name(d.name);
+      ds->set_state(d.state);
+    }
+  CAKE_ASSIGN_OR_RETURN(int64_t queued, ledger_->jobs().Count(ledger::JobState::kQueued));
+  CAKE_ASSIGN_OR_RETURN(int64_t running, ledger_->jobs().Count(ledger::JobState::kRunning));
+  s.set_queued_jobs(queued);
+  s.set_running_jobs(running);
+  std::vector<std::string> corrupt;
+  CAKE_ASSIGN_OR_RETURN(auto contracts, ledger_->contracts().List(&corrupt));
+  for (const std::string& id : corrupt) s.add_corrupt_contracts(id);
+  for (const auto& [id, c] : contracts) {
+    v1::ContractStatus* cs = s.add_contracts();
+    cs->set_contract_id(id);
+    cs->set_name(c.name());
+    CAKE_ASSIGN_OR_RETURN(std::string inc, ledger_->contracts().Incumbent(id));
+    cs->set_incumbent(inc);
+    if (!inc.empty()) {
+      CAKE_ASSIGN_OR_RETURN(evidence::Candidate ic, ledger_->candidates().Get(inc));
+      cs->set_incumbent_schedule_hash(ic.schedule_hash());
+    }
+  }
+  CAKE_ASSIGN_OR_RETURN(auto failures, ledger_->jobs().RecentFailed(5));
+  for (const ledger::Job& j : failures) {
+    v1::JobFailure* f = s.add_recent_failures();
+    f->set_job_id(j.id);
+    f->set_candidate_id(j.candidate_id);
+    f->set_kind(ledger::JobKindName(j.kind));
+    f->set_error(j.error);
+  }
+  CAKE_ASSIGN_OR_RETURN(auto counts, ledger_->candidates().CountsByState());
+  for (const auto& [k, v] : counts) (*s.mutable_candidates_by_state())[k] = v;
+  return s;
+}
+
+absl::StatusOr<std::vector<ledger::Event>> Orchestrator::Events(int64_t after, int limit) {
+  if (limit < 0 || limit > kMaxEventsPerPage)
+    return absl::InvalidArgumentError(
+        absl::StrCat("limit ", limit, " is out of range (0-", kMaxEventsPerPage, ")"));
+  return ledger_->events().After(after, limit > 0 ? limit : 100);
+}
+
+void Orchestrator::WaitForEvent(int64_t after, std::chrono::milliseconds timeout) {
+  ledger_->events().WaitAfter(after, timeout);
+}
+
+absl::StatusOr<bool> Orchestrator::Idle() {
+  CAKE_ASSIGN_OR_RETURN(int64_t queued, ledger_->jobs().Count(ledger::JobState::kQueued));
+  CAKE_ASSIGN_OR_RETURN(int64_t running, ledger_->jobs().Count(ledger::JobState::kRunning));
+  return queued == 0 && running == 0;
+}
+
+}  // namespace cake::server
