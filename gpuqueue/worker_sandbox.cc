@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -277,6 +278,28 @@ PreparedSandbox::~PreparedSandbox() {
 int LandlockAbi() {
   const long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0, kCreateRulesetVersion);
   return abi < 0 ? 0 : static_cast<int>(abi);
+}
+
+absl::Status SeccompFiltersLoad() {
+  CAKE_ASSIGN_OR_RETURN(std::vector<unsigned char> bpf, BuildSeccompFilter());
+  sock_fprog prog{};
+  prog.len = static_cast<unsigned short>(bpf.size() / sizeof(sock_filter));
+  prog.filter = reinterpret_cast<sock_filter*>(bpf.data());
+  // In a child, which only makes two prctl calls and exits: the filter is for life.
+  const pid_t pid = fork();
+  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
+  if (pid == 0) {
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) _exit(errno & 0x7f);
+    _exit(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) == 0 ? 0 : errno & 0x7f);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return absl::InternalError(absl::StrCat("waitpid: ", std::strerror(errno)));
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("this system refuses seccomp filters (",
+                   WIFEXITED(status) ? std::strerror(WEXITSTATUS(status)) : "the probe died",
+                   "; a kernel without CONFIG_SECCOMP_FILTER, or an emulator such as qemu-user)"));
 }
 
 std::string DescribeSandboxSupport() {

@@ -71,6 +71,10 @@ class PreparedSandbox {
 
 absl::StatusOr<std::unique_ptr<PreparedSandbox>> PrepareSandbox(const SandboxSpec& spec);
 
+// Whether the workers' seccomp filter can be loaded here: loads it in a short-lived child.
+// FailedPrecondition with the reason when the system refuses it (qemu-user does, EINVAL).
+absl::Status SeccompFiltersLoad();
+
 // The Landlock ABI version of this kernel (0 = none) and why, for status.
 int LandlockAbi();
 std::string DescribeSandboxSupport();

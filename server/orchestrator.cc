@@ -80,6 +80,13 @@ absl::Status Orchestrator::Start(const std::string& boot_id) {
   containment_ = gpuqueue::Containment::Create(
       config_.containment_scope.empty() ? "default" : config_.containment_scope, config_.job_limits,
       config_.job_cgroups);
+  // Confinement fails closed: a daemon that cannot filter its workers' syscalls does not start
+  // as if it could (every job would fail at exec instead).
+  if (config_.confine_workers)
+    if (absl::Status seccomp = gpuqueue::SeccompFiltersLoad(); !seccomp.ok())
+      return absl::FailedPreconditionError(absl::StrCat(
+          "worker confinement (confine_workers = true) needs a seccomp filter: ", seccomp.message(),
+          "; set confine_workers = false to run workers unconfined"));
   sandbox_note_ = config_.confine_workers ? gpuqueue::DescribeSandboxSupport()
                                           : "workers are not confined (confine_workers = false)";
   if (config_.confine_workers && config_.worker_uid >= 0)

@@ -58,6 +58,35 @@ TEST(WorkerSandbox, OwnThreadNamesWritableOthersNot) {
   EXPECT_EQ(secret.stdout_bytes.find("s3cret"), std::string::npos);
 }
 
+// The start-up probe and a confined child agree: where the probe says seccomp filters load, a
+// shell under the workers' filter runs; where it says they do not (qemu-user), the same child
+// fails at its seccomp step, so a daemon that started would have lost every job.
+TEST(WorkerSandbox, SeccompProbeAgreesWithAConfinedChild) {
+  const fs::path state = testing::FreshDir("sandbox-seccomp");
+  gpuqueue::SandboxSpec spec;
+  spec.job_dir = (state / "work" / "job").string();
+  fs::create_directories(spec.job_dir);
+  spec.seccomp = true;
+  spec.landlock = false;
+  auto sb = gpuqueue::PrepareSandbox(spec);
+  ASSERT_TRUE(sb.ok()) << sb.status();
+  base::SubprocessOptions o;
+  o.child_setup = (*sb)->steps();
+  o.timeout = std::chrono::seconds(10);
+  auto r = base::RunSubprocess({"/bin/sh", "-c", "echo confined"}, o);
+  const absl::Status probe = gpuqueue::SeccompFiltersLoad();
+  if (probe.ok()) {
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->exit_code, 0) << r->stderr_bytes;
+    EXPECT_EQ(r->stdout_bytes, "confined\n");
+  } else {
+    EXPECT_EQ(probe.code(), absl::StatusCode::kFailedPrecondition) << probe;
+    EXPECT_NE(probe.message().find("refuses seccomp filters"), std::string::npos) << probe;
+    const bool child_failed = !r.ok() || r->exit_code != 0;
+    EXPECT_TRUE(child_failed) << "the probe refused seccomp but a confined child ran";
+  }
+}
+
 TEST(Framing, RoundTripAndTruncation) {
   worker::Request r;
   r.set_job_id("j");
