@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all bootstrap build test test-gpu demo format clean
+.PHONY: all bootstrap build test test-gpu test-aarch64 test-deb-boot demo format clean
 
 all: build
 
@@ -19,6 +19,14 @@ test: build
 # GPU tests (label `gpu`); each skips cleanly without a device.
 test-gpu: build
 	@ctest --test-dir $(BUILD) -L gpu --output-on-failure
+
+# The aarch64 cross build and its CPU tests under qemu-user (scripts/cross/aarch64.sh).
+test-aarch64:
+	@./scripts/cross/aarch64.sh build-aarch64
+
+# The .deb on a booted Debian 12 under qemu-system (root; tests/deploy/deb_boot_check.sh).
+test-deb-boot: build
+	@./tests/deploy/deb_boot_check.sh $(BUILD) && cp /var/tmp/cake-deb-boot/transcript.txt deb-boot-transcript.txt
 
 demo: build
 	@./scripts/demo.sh $(BUILD)

@@ -4,8 +4,9 @@
 # toolchain, qemu-user-static and the arm64 multiarch -dev packages, registers qemu-aarch64 with
 # binfmt_misc (so processes the tests start, caked and cake-worker, are emulated too), builds in
 # BUILD (default build-aarch64) with cmake/toolchains/aarch64-linux-gnu.cmake, and runs
-# `ctest -LE "gpu|native"`: tests labelled `native` need the target kernel's own syscalls
-# (seccomp filters, Landlock), which qemu-user does not pass through, and are listed, not run.
+# `ctest -LE gpu` with CAKED_CONFINE_WORKERS=false: qemu-user refuses seccomp filters (EINVAL)
+# and knows no Landlock, so the test daemons run their workers unconfined (a confined caked
+# refuses to start there); the sandbox tests still run and check that the probe says so.
 # Build tools stay the host's: protoc, grpc_cpp_plugin, and nvcc for the embedded fatbins.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -54,6 +55,6 @@ cmake --build "$build" -j "$jobs"
 file "$build/bin/caked" | grep -q "ARM aarch64" ||
   { echo "aarch64: $build/bin/caked is not an aarch64 executable" >&2; exit 1; }
 echo "aarch64: built $(file -b "$build/bin/caked" | cut -d, -f1-2)" >&2
-echo "aarch64: not run under qemu-user (label native):" \
-  "$(ctest --test-dir "$build" -N -L native | grep -c 'Test *#') tests" >&2
-ctest --test-dir "$build" -LE "gpu|native" --output-on-failure -j "$jobs" --timeout 1800
+echo "aarch64: workers unconfined under qemu-user (CAKED_CONFINE_WORKERS=false)" >&2
+CAKED_CONFINE_WORKERS=false ctest --test-dir "$build" -LE gpu --output-on-failure -j "$jobs" \
+  --timeout 1800
