@@ -160,19 +160,28 @@ ir::Module MakeWarpGemm(const WarpGemmParams& p) {
   return m;
 }
 
+namespace {
+
+void AddPoint(std::vector<WarpGemmParams>& out, int tm, int tn, int tk, int wm, int wn, int stages,
+              ir::Representation::Kind r) {
+  WarpGemmParams p;
+  p.tile_m = tm;
+  p.tile_n = tn;
+  p.tile_k = tk;
+  p.warps_m = wm;
+  p.warps_n = wn;
+  p.stages = stages;
+  p.smem = r;
+  p.padding = r == ir::Representation::ROW_MAJOR ? 8 : 0;
+  out.push_back(p);
+}
+
+}  // namespace
+
 std::vector<WarpGemmParams> WarpGemmCandidates() {
   std::vector<WarpGemmParams> out;
   auto add = [&](int tm, int tn, int tk, int wm, int wn, int stages, ir::Representation::Kind r) {
-    WarpGemmParams p;
-    p.tile_m = tm;
-    p.tile_n = tn;
-    p.tile_k = tk;
-    p.warps_m = wm;
-    p.warps_n = wn;
-    p.stages = stages;
-    p.smem = r;
-    p.padding = r == ir::Representation::ROW_MAJOR ? 8 : 0;
-    out.push_back(p);
+    AddPoint(out, tm, tn, tk, wm, wn, stages, r);
   };
   using R = ir::Representation;
   add(128, 128, 32, 2, 2, 3, R::ROW_MAJOR);
@@ -183,6 +192,27 @@ std::vector<WarpGemmParams> WarpGemmCandidates() {
   add(128, 128, 32, 2, 4, 4, R::SWIZZLE_64B);
   add(64, 128, 64, 2, 2, 4, R::SWIZZLE_128B);
   add(128, 64, 32, 2, 2, 2, R::ROW_MAJOR);
+  return out;
+}
+
+std::vector<WarpGemmParams> WarpGemmFamily() {
+  std::vector<WarpGemmParams> out = WarpGemmCandidates();
+  auto add = [&](int tm, int tn, int tk, int wm, int wn, int stages, ir::Representation::Kind r) {
+    AddPoint(out, tm, tn, tk, wm, wn, stages, r);
+  };
+  using R = ir::Representation;
+  // Eight warps of 64x64 (the classic mma.sync shape), deeper rings, k-tile 64; every ring fits
+  // SM120's 101,376 B of shared memory per block.
+  add(128, 256, 32, 2, 4, 4, R::SWIZZLE_64B);
+  add(128, 256, 64, 2, 4, 2, R::SWIZZLE_128B);
+  add(256, 128, 32, 4, 2, 4, R::SWIZZLE_64B);
+  add(256, 128, 64, 4, 2, 2, R::SWIZZLE_128B);
+  // Skinny M: short CTA tiles so more CTAs share N.
+  add(16, 128, 64, 1, 4, 4, R::SWIZZLE_128B);
+  add(32, 128, 64, 1, 4, 4, R::SWIZZLE_128B);
+  add(64, 64, 64, 2, 2, 4, R::SWIZZLE_128B);
+  add(64, 128, 64, 1, 4, 4, R::SWIZZLE_128B);
+  add(16, 64, 64, 1, 2, 4, R::SWIZZLE_128B);
   return out;
 }
 

@@ -1,6 +1,7 @@
-// The warp-GEMM schedule space of the gemm_bf16 workload: builds a schedule module from its decisions (CTA tile, warp grid,
-// k-tile, stages, shared representation, output dtype). Used by the built-in proposer and by
-// tests; the bundled examples/gemm_bf16.textproto is the default point of this space.
+// The warp-GEMM schedule space of the gemm_bf16 workload: builds a schedule module from its
+// decisions (CTA tile, warp grid, k-tile, stages, shared representation, output dtype). Used by the
+// built-in proposer and by tests; the bundled examples/gemm_bf16.textproto is the default point of
+// this space.
 #pragma once
 
 #include <string>
@@ -29,5 +30,9 @@ ir::Module MakeWarpGemm(const WarpGemmParams& p);
 
 // A deterministic list of distinct, legal-by-construction points for the proposer to try.
 std::vector<WarpGemmParams> WarpGemmCandidates();
+
+// The wider family the benchmark sweeps: the proposer's candidates plus eight-warp 64x64 warp
+// tiles (large shapes) and short CTA tiles (skinny M), each legal by construction.
+std::vector<WarpGemmParams> WarpGemmFamily();
 
 }  // namespace cake::workloads::gemm_bf16
