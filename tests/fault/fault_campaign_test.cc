@@ -3,6 +3,9 @@
 // process-group fallback. The long runs are cake-fault-campaign's (evidence/fault_campaign/).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "campaign.h"
 #include "tests/compiler/test_util.h"
 
@@ -39,9 +42,23 @@ TEST(FaultCampaign, RestartsMidJobEndEveryJobOnce) {
   EXPECT_GT(r.report["restarts_with_a_job_running"].get<int>(), 0);
 }
 
-TEST(FaultCampaign, HostileWorkersAreContained) { Expect(fault::RunHostileSuite(Short(false))); }
+// The hostile suite checks the workers' confinement (seccomp, Landlock, no tokens): where the
+// daemons run their workers unconfined (CAKED_CONFINE_WORKERS=false, as under qemu-user, which
+// refuses seccomp filters) there is nothing to check, and it says so instead of passing.
+bool WorkersUnconfined() {
+  const char* v = std::getenv("CAKED_CONFINE_WORKERS");
+  if (v == nullptr) return false;
+  const std::string s(v);
+  return s == "false" || s == "0" || s == "off" || s == "no";
+}
+
+TEST(FaultCampaign, HostileWorkersAreContained) {
+  if (WorkersUnconfined()) GTEST_SKIP() << "CAKED_CONFINE_WORKERS=false: confinement not checked";
+  Expect(fault::RunHostileSuite(Short(false)));
+}
 
 TEST(FaultCampaign, HostileWorkersAreContainedByTheProcessGroupFallback) {
+  if (WorkersUnconfined()) GTEST_SKIP() << "CAKED_CONFINE_WORKERS=false: confinement not checked";
   Expect(fault::RunHostileSuite(Short(true)));
 }
 

@@ -12,7 +12,7 @@
 namespace cake::compiler {
 namespace {
 
-constexpr char kVersion[] = "kmeans_argmin/2";
+constexpr char kVersion[] = "kmeans_argmin/3";
 
 absl::Status Unsupported(absl::string_view why) {
   return LoweringUnsupported("kmeans_argmin", why);

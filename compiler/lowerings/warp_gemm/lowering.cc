@@ -63,10 +63,10 @@ class WarpGemmLowering final : public Lowering {
     return k;
   }
 
-  // Receipts before LaunchSpec kept the tile in fields 25 (tile_m) and 26 (tile_n), now unknown
-  // fields; the ABI was always (A, B, C, M, N, K).
+  // Receipts before LaunchSpec (all of warp_gemm/1) kept the tile in fields 25 (tile_m) and 26
+  // (tile_n), now unknown fields; the ABI was always (A, B, C, M, N, K).
   bool UpgradeReceipt(report::LoweringReceipt* r) const override {
-    if (r->lowering_version() != version()) return false;
+    if (r->lowering_version() != "warp_gemm/1") return false;
     int64_t tile_m = 0, tile_n = 0;
     const google::protobuf::UnknownFieldSet& unknown = r->GetReflection()->GetUnknownFields(*r);
     for (int i = 0; i < unknown.field_count(); ++i) {

@@ -269,143 +269,258 @@ void EmitWarpMainloop(const WarpTiles& t, const MainloopTerms& terms, SourceWrit
   w.Line(absl::StrCat("  const int k_tiles = (", terms.k, " + kTileK - 1) / kTileK;"));
   w.Line("");
 
-  // Producer: one stage of A and B, 16-byte cp.async chunks, tails zero-filled.
+  // Producer: one stage of A and B, 16-byte cp.async chunks, tails zero-filled. Where the CTA's
+  // threads cover whole rows in passes of a multiple of 8 rows (the common case), each thread
+  // copies the same chunk column of rows r0, r0 + R, ...: its source pointer, destination offset
+  // (the swizzle depends on a row's low three bits only) and row bounds are computed once, so a
+  // copy is an add, a select and the cp.async.
+  const int chunks_per_row = t.tile_k / 8;
+  auto strided = [&](int rows) {
+    return t.threads % chunks_per_row == 0 && (t.threads / chunks_per_row) % 8 == 0 &&
+           (rows * chunks_per_row) % t.threads == 0 && rows * chunks_per_row / t.threads <= 32;
+  };
+  const bool a_strided = strided(t.tile_m), b_strided = strided(t.tile_n);
+  if (a_strided || b_strided) {
+    w.Line("  constexpr int kRowsPerPass = kThreads / kChunksPerRow;");
+    w.Line("  const int p_row = tid / kChunksPerRow, p_chunk = tid % kChunksPerRow;");
+  }
+  auto emit_setup = [&](bool use, const char* name, const std::string& tensor, const char* rows,
+                        const std::string& row_origin, const std::string& extent,
+                        const char* offset_fn) {
+    if (!use) return;
+    w.Line(
+        absl::StrCat("  constexpr int kPasses", name, " = ", rows, " * kChunksPerRow / kThreads;"));
+    w.Line(absl::StrCat("  const __nv_bfloat16* const src_", name, " = ", tensor, " + int64_t(",
+                        row_origin, " + p_row) * ", terms.k, " + p_chunk * 8;"));
+    w.Line(absl::StrCat("  const int64_t pass_stride_", name, " = int64_t(kRowsPerPass) * ",
+                        terms.k, ";"));
+    w.Line(absl::StrCat("  const uint32_t dst_", name, " = ", offset_fn, "(p_row, p_chunk) * 2;"));
+    w.Line(absl::StrCat("  uint32_t rows_ok_", name,
+                        " = 0;  // bit i: row p_row + i * kRowsPerPass exists"));
+    w.Line("#pragma unroll");
+    w.Line(absl::StrCat("  for (int i = 0; i < kPasses", name, "; ++i)"));
+    w.Line(absl::StrCat("    if (", row_origin, " + p_row + i * kRowsPerPass < ", extent,
+                        ") rows_ok_", name, " |= 1u << i;"));
+  };
+  emit_setup(a_strided, "A", terms.a_ptr, "kTileM", terms.a_row0, terms.a_rows, "OffsetA");
+  emit_setup(b_strided, "B", terms.b_ptr, "kTileN", terms.b_row0, terms.b_rows, "OffsetB");
   w.Begin(t.op_produce);
   w.Line("  auto produce = [&](int stage, int kt) {");
-  auto emit_copy = [&](const std::string& op, const std::string& tensor, const char* rows,
-                       const std::string& row_origin, const std::string& extent,
-                       const char* offset_fn, const char* offset, const char* stage_bytes) {
+  if (a_strided || b_strided) {
+    if (t.mask_mk)
+      w.Line(absl::StrCat("    const bool k_ok = kt * kTileK + p_chunk * 8 < ", terms.k, ";"));
+    else
+      w.Line("    const bool k_ok = true;  // full tiles proven by the contract");
+  }
+  auto emit_copy = [&](bool use_strided, const char* name, const std::string& op,
+                       const std::string& tensor, const char* rows, const std::string& row_origin,
+                       const std::string& extent, const char* offset_fn, const char* offset,
+                       const char* stage_bytes) {
     w.Begin(op);
     w.Line("    {");
-    w.Line(absl::StrCat("    constexpr int kChunks = ", rows, " * kChunksPerRow;"));
-    w.Line("#pragma unroll");
-    w.Line("    for (int i = 0; i < (kChunks + kThreads - 1) / kThreads; ++i) {");
-    w.Line("      const int c = tid + i * kThreads;");
-    w.Line("      if (kChunks % kThreads != 0 && c >= kChunks) break;");
-    w.Line("      const int row = c / kChunksPerRow, chunk = c % kChunksPerRow;");
-    w.Line(absl::StrCat("      const int g_row = ", row_origin,
-                        " + row, g_k = kt * kTileK + chunk * 8;"));
-    if (t.mask_mk)
-      w.Line(absl::StrCat("      const bool valid = g_row < ", extent, " && g_k < ", terms.k, ";"));
-    else
-      w.Line("      const bool valid = true;  // full tiles proven by the contract");
-    w.Line(absl::StrCat("      const __nv_bfloat16* src = valid ? ", tensor, " + int64_t(g_row) * ",
-                        terms.k, " + g_k : ", tensor, ";"));
-    w.Line(absl::StrCat("      CopyChunk(smem_base + ", offset, " + stage * ", stage_bytes, " + ",
-                        offset_fn, "(row, chunk) * 2, src, valid);"));
-    w.Line("    }");
+    if (use_strided) {
+      w.Line("#pragma unroll");
+      w.Line(absl::StrCat("    for (int i = 0; i < kPasses", name, "; ++i) {"));
+      if (t.mask_mk)
+        w.Line(absl::StrCat("      const bool valid = k_ok && ((rows_ok_", name, " >> i) & 1u);"));
+      else
+        w.Line("      const bool valid = true;  // full tiles proven by the contract");
+      w.Line(absl::StrCat("      const __nv_bfloat16* src = valid ? src_", name,
+                          " + i * pass_stride_", name, " + kt * kTileK : ", tensor, ";"));
+      w.Line(absl::StrCat("      CopyChunk(smem_base + ", offset, " + stage * ", stage_bytes,
+                          " + dst_", name, " + i * kRowsPerPass * ",
+                          std::string(name) == "A" ? "kRowA" : "kRowB", " * 2, src, valid);"));
+      w.Line("    }");
+    } else {
+      w.Line(absl::StrCat("    constexpr int kChunks = ", rows, " * kChunksPerRow;"));
+      w.Line("#pragma unroll");
+      w.Line("    for (int i = 0; i < (kChunks + kThreads - 1) / kThreads; ++i) {");
+      w.Line("      const int c = tid + i * kThreads;");
+      w.Line("      if (kChunks % kThreads != 0 && c >= kChunks) break;");
+      w.Line("      const int row = c / kChunksPerRow, chunk = c % kChunksPerRow;");
+      w.Line(absl::StrCat("      const int g_row = ", row_origin,
+                          " + row, g_k = kt * kTileK + chunk * 8;"));
+      if (t.mask_mk)
+        w.Line(
+            absl::StrCat("      const bool valid = g_row < ", extent, " && g_k < ", terms.k, ";"));
+      else
+        w.Line("      const bool valid = true;  // full tiles proven by the contract");
+      w.Line(absl::StrCat("      const __nv_bfloat16* src = valid ? ", tensor,
+                          " + int64_t(g_row) * ", terms.k, " + g_k : ", tensor, ";"));
+      w.Line(absl::StrCat("      CopyChunk(smem_base + ", offset, " + stage * ", stage_bytes, " + ",
+                          offset_fn, "(row, chunk) * 2, src, valid);"));
+      w.Line("    }");
+    }
     w.Line("    }");
     w.End(op);
   };
-  emit_copy(t.op_copy_a, terms.a_ptr, "kTileM", terms.a_row0, terms.a_rows, "OffsetA", "kOffsetA",
-            "kStageBytesA");
-  emit_copy(t.op_copy_b, terms.b_ptr, "kTileN", terms.b_row0, terms.b_rows, "OffsetB", "kOffsetB",
-            "kStageBytesB");
+  emit_copy(a_strided, "A", t.op_copy_a, terms.a_ptr, "kTileM", terms.a_row0, terms.a_rows,
+            "OffsetA", "kOffsetA", "kStageBytesA");
+  emit_copy(b_strided, "B", t.op_copy_b, terms.b_ptr, "kTileN", terms.b_row0, terms.b_rows,
+            "OffsetB", "kOffsetB", "kStageBytesB");
   w.Line("  };");
   w.End(t.op_produce);
   w.Line("");
 
-  // Consumer: ldmatrix fragments and mma.sync over one stage.
+  // Consumer pieces: ldmatrix fragments of one 16-wide k step of a stage into fragment buffer
+  // `buf`, and the mma.sync over a buffer. Two buffers, so the next step's loads are in flight
+  // while this step's mma issue (the loops are unrolled; `buf` and `ks` are constants).
+  w.Line("  uint32_t a_frag[2][kFragsM][4], b_frag[2][kFragsN][2];");
   w.Begin(t.op_consume);
-  w.Line("  auto consume = [&](int stage) {");
-  w.Line("    const uint32_t a_stage = smem_base + kOffsetA + stage * kStageBytesA;");
-  w.Line("    const uint32_t b_stage = smem_base + kOffsetB + stage * kStageBytesB;");
-  w.Line("#pragma unroll");
-  w.Line("    for (int ks = 0; ks < kTileK / 16; ++ks) {");
-  w.Line("      uint32_t a_frag[kFragsM][4], b_frag[kFragsN][2];");
+  // Rows of one thread's fragments differ by multiples of 8, and every representation's swizzle
+  // depends only on a row's low three bits, so one swizzle term per thread serves all of them and
+  // each fragment's address is a per-step base plus an immediate.
+  w.Line("  const int a_row0 = warp_m * kWarpTileM + (lane & 15);");
+  w.Line(
+      "  const uint32_t a_swz = OffsetA(a_row0, 0) - a_row0 * kRowA;  // element offset of chunk "
+      "0");
+  if (t.b_load_x4)
+    w.Line("  const int b_row0 = warp_n * kWarpTileN + (lane & 7) + ((lane >> 4) << 3);");
+  else
+    w.Line("  const int b_row0 = warp_n * kWarpTileN + (lane & 7);");
+  w.Line("  const uint32_t b_swz = OffsetB(b_row0, 0) - b_row0 * kRowB;");
+  w.Line("  auto load_frags = [&](int buf, int stage, int ks) {");
+  w.Line(
+      "    const uint32_t a_k = smem_base + kOffsetA + stage * kStageBytesA + a_row0 * kRowA * 2 "
+      "+");
+  w.Line("                         ((((ks * 2 + (lane >> 4)) * 8) ^ a_swz) * 2);");
+  w.Line(
+      "    const uint32_t b_k = smem_base + kOffsetB + stage * kStageBytesB + b_row0 * kRowB * 2 "
+      "+");
+  w.Line("                         ((((ks * 2 + ((lane >> 3) & 1)) * 8) ^ b_swz) * 2);");
   w.Begin(t.op_load_a);
   w.Line("#pragma unroll");
-  w.Line("      for (int i = 0; i < kFragsM; ++i) {");
-  w.Line("        const int row = warp_m * kWarpTileM + i * 16 + (lane & 15);");
-  w.Line("        const uint32_t addr = a_stage + OffsetA(row, ks * 2 + (lane >> 4)) * 2;");
-  w.Line(
-      "        asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\\n\"");
-  w.Line(
-      "                     : \"=r\"(a_frag[i][0]), \"=r\"(a_frag[i][1]), \"=r\"(a_frag[i][2]),");
-  w.Line("                       \"=r\"(a_frag[i][3])");
-  w.Line("                     : \"r\"(addr));");
-  w.Line("      }");
+  w.Line("    for (int i = 0; i < kFragsM; ++i) {");
+  w.Line("      const uint32_t addr = a_k + i * 16 * kRowA * 2;");
+  w.Line("      asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\\n\"");
+  w.Line("                   : \"=r\"(a_frag[buf][i][0]), \"=r\"(a_frag[buf][i][1]),");
+  w.Line("                     \"=r\"(a_frag[buf][i][2]), \"=r\"(a_frag[buf][i][3])");
+  w.Line("                   : \"r\"(addr));");
+  w.Line("    }");
   w.End(t.op_load_a);
   w.Begin(t.op_load_b);
   if (t.b_load_x4) {
     w.Line("#pragma unroll");
-    w.Line("      for (int j = 0; j < kFragsN; j += 2) {");
+    w.Line("    for (int j = 0; j < kFragsN; j += 2) {");
+    w.Line("      const uint32_t addr = b_k + j * 8 * kRowB * 2;");
     w.Line(
-        "        const int row = warp_n * kWarpTileN + j * 8 + (lane & 7) + ((lane >> 4) << 3);");
-    w.Line("        const uint32_t addr = b_stage + OffsetB(row, ks * 2 + ((lane >> 3) & 1)) * 2;");
-    w.Line(
-        "        asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, "
-        "[%4];\\n\"");
-    w.Line(
-        "                     : \"=r\"(b_frag[j][0]), \"=r\"(b_frag[j][1]), \"=r\"(b_frag[j + "
-        "1][0]),");
-    w.Line("                       \"=r\"(b_frag[j + 1][1])");
-    w.Line("                     : \"r\"(addr));");
-    w.Line("      }");
+        "      asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\\n\"");
+    w.Line("                   : \"=r\"(b_frag[buf][j][0]), \"=r\"(b_frag[buf][j][1]),");
+    w.Line("                     \"=r\"(b_frag[buf][j + 1][0]), \"=r\"(b_frag[buf][j + 1][1])");
+    w.Line("                   : \"r\"(addr));");
+    w.Line("    }");
   } else {
     w.Line("#pragma unroll");
-    w.Line("      for (int j = 0; j < kFragsN; ++j) {");
-    w.Line("        const int row = warp_n * kWarpTileN + j * 8 + (lane & 7);");
-    w.Line("        const uint32_t addr = b_stage + OffsetB(row, ks * 2 + ((lane >> 3) & 1)) * 2;");
-    w.Line("        asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\\n\"");
-    w.Line("                     : \"=r\"(b_frag[j][0]), \"=r\"(b_frag[j][1])");
-    w.Line("                     : \"r\"(addr));");
-    w.Line("      }");
+    w.Line("    for (int j = 0; j < kFragsN; ++j) {");
+    w.Line("      const uint32_t addr = b_k + j * 8 * kRowB * 2;");
+    w.Line("      asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\\n\"");
+    w.Line("                   : \"=r\"(b_frag[buf][j][0]), \"=r\"(b_frag[buf][j][1])");
+    w.Line("                   : \"r\"(addr));");
+    w.Line("    }");
   }
   w.End(t.op_load_b);
+  w.Line("  };");
   w.Begin(t.op_mma);
+  w.Line("  auto mma_frags = [&](int buf) {");
   w.Line("#pragma unroll");
-  w.Line("      for (int i = 0; i < kFragsM; ++i)");
+  w.Line("    for (int i = 0; i < kFragsM; ++i)");
   w.Line("#pragma unroll");
-  w.Line("        for (int j = 0; j < kFragsN; ++j)");
-  w.Line("          asm volatile(");
-  w.Line("              \"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, \"");
-  w.Line("              \"{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\\n\"");
+  w.Line("      for (int j = 0; j < kFragsN; ++j)");
+  w.Line("        asm volatile(");
+  w.Line("            \"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, \"");
+  w.Line("            \"{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\\n\"");
   w.Line(
-      "              : \"+f\"(acc[i][j][0]), \"+f\"(acc[i][j][1]), \"+f\"(acc[i][j][2]), "
+      "            : \"+f\"(acc[i][j][0]), \"+f\"(acc[i][j][1]), \"+f\"(acc[i][j][2]), "
       "\"+f\"(acc[i][j][3])");
   w.Line(
-      "              : \"r\"(a_frag[i][0]), \"r\"(a_frag[i][1]), \"r\"(a_frag[i][2]), "
-      "\"r\"(a_frag[i][3]),");
-  w.Line("                \"r\"(b_frag[j][0]), \"r\"(b_frag[j][1]));");
-  w.End(t.op_mma);
-  w.Line("    }");
-  for (const std::string& line : terms.after_consume) w.Line(line);
+      "            : \"r\"(a_frag[buf][i][0]), \"r\"(a_frag[buf][i][1]), "
+      "\"r\"(a_frag[buf][i][2]),");
+  w.Line(
+      "              \"r\"(a_frag[buf][i][3]), \"r\"(b_frag[buf][j][0]), "
+      "\"r\"(b_frag[buf][j][1]));");
   w.Line("  };");
+  w.End(t.op_mma);
   w.End(t.op_consume);
   w.Line("");
 
-  // The pipeline protocol: slot = k-tile % stages; a generation is Filling from its cp.async
-  // issue, Ready after wait_group + barrier, Reading during consume, Free at the next barrier.
+  const int k_steps = t.tile_k / 16;
   w.Begin(t.op_kloop);
-  if (t.stages == 1) {
-    w.Line("  for (int kt = 0; kt < k_tiles; ++kt) {");
-    w.Line("    produce(0, kt);");
-    w.Line("    asm volatile(\"cp.async.commit_group;\\n\" ::);");
-    w.Line("    asm volatile(\"cp.async.wait_group 0;\\n\" ::);");
-    w.Line("    __syncthreads();");
-    w.Line("    consume(0);");
-    w.Begin(t.op_release);
-    w.Line("    __syncthreads();  // release: the slot is Free before it is refilled");
-    w.End(t.op_release);
-    w.Line("  }");
-  } else {
+  if (t.stages == 1 || k_steps % 2 != 0) {
+    // One stage (or an odd number of k steps): the protocol in its plain form. Slot = k-tile %
+    // stages; a generation is Filling from its cp.async issue, Ready after wait_group + barrier,
+    // Reading during the k steps, Free at the next barrier.
+    w.Line("  auto consume = [&](int stage) {");
     w.Line("#pragma unroll");
-    w.Line("  for (int s = 0; s < kStages - 1; ++s) {");
+    w.Line("    for (int ks = 0; ks < kTileK / 16; ++ks) {");
+    w.Line("      load_frags(ks & 1, stage, ks);");
+    w.Line("      mma_frags(ks & 1);");
+    w.Line("    }");
+    for (const std::string& line : terms.after_consume) w.Line(line);
+    w.Line("  };");
+    if (t.stages == 1) {
+      w.Line("  for (int kt = 0; kt < k_tiles; ++kt) {");
+      w.Line("    produce(0, kt);");
+      w.Line("    asm volatile(\"cp.async.commit_group;\\n\" ::);");
+      w.Line("    asm volatile(\"cp.async.wait_group 0;\\n\" ::);");
+      w.Line("    __syncthreads();");
+      w.Line("    consume(0);");
+      w.Begin(t.op_release);
+      w.Line("    __syncthreads();  // release: the slot is Free before it is refilled");
+      w.End(t.op_release);
+      w.Line("  }");
+    } else {
+      w.Line("#pragma unroll");
+      w.Line("  for (int s = 0; s < kStages - 1; ++s) {");
+      w.Line("    if (s < k_tiles) produce(s, s);");
+      w.Line("    asm volatile(\"cp.async.commit_group;\\n\" ::);");
+      w.Line("  }");
+      w.Line("  for (int kt = 0; kt < k_tiles; ++kt) {");
+      w.Line("    asm volatile(\"cp.async.wait_group %0;\\n\" ::\"n\"(kStages - 2));");
+      w.Begin(t.op_release);
+      w.Line(
+          "    // Stage kt is Ready; stage kt-1 was released by every consumer before this "
+          "barrier.");
+      w.Line("    __syncthreads();");
+      w.End(t.op_release);
+      w.Line("    const int next = kt + kStages - 1;");
+      w.Line("    if (next < k_tiles) produce(next % kStages, next);");
+      w.Line("    asm volatile(\"cp.async.commit_group;\\n\" ::);");
+      w.Line("    consume(kt % kStages);");
+      w.Line("  }");
+    }
+  } else {
+    // Every slot in flight, fragments double-buffered across the barrier. Tiles 0..S-1 fill
+    // slots 0..S-1 first. In k-tile kt, step ks mma's the fragments loaded one step earlier;
+    // before the last step every fragment of tile kt is in registers, so the barrier there both
+    // makes tile kt+1 Ready (wait_group S-2: its group is no longer pending) and releases slot
+    // kt % S (no thread reads it again), which tile kt+S then refills; the last step's mma
+    // issue while tile kt+1's first fragments load.
+    w.Line("#pragma unroll");
+    w.Line("  for (int s = 0; s < kStages; ++s) {");
     w.Line("    if (s < k_tiles) produce(s, s);");
     w.Line("    asm volatile(\"cp.async.commit_group;\\n\" ::);");
     w.Line("  }");
+    w.Line("  asm volatile(\"cp.async.wait_group %0;\\n\" ::\"n\"(kStages - 1));");
+    w.Line("  __syncthreads();  // tile 0 is Ready");
+    w.Line("  load_frags(0, 0, 0);");
     w.Line("  for (int kt = 0; kt < k_tiles; ++kt) {");
-    w.Line("    asm volatile(\"cp.async.wait_group %0;\\n\" ::\"n\"(kStages - 2));");
+    w.Line("    const int stage = kt % kStages;");
+    w.Line("#pragma unroll");
+    w.Line("    for (int ks = 0; ks < kTileK / 16; ++ks) {");
+    w.Line("      if (ks + 1 < kTileK / 16) {");
+    w.Line("        load_frags((ks + 1) & 1, stage, ks + 1);");
+    w.Line("      } else {");
+    for (const std::string& line : terms.after_consume) w.Line("  " + line);
     w.Begin(t.op_release);
-    w.Line(
-        "    // Stage kt is Ready; stage kt-1 was released by every consumer before this barrier.");
-    w.Line("    __syncthreads();");
+    w.Line("        asm volatile(\"cp.async.wait_group %0;\\n\" ::\"n\"(kStages - 2));");
+    w.Line("        __syncthreads();  // tile kt+1 Ready; slot `stage` Free");
     w.End(t.op_release);
-    w.Line("    const int next = kt + kStages - 1;");
-    w.Line("    if (next < k_tiles) produce(next % kStages, next);");
-    w.Line("    asm volatile(\"cp.async.commit_group;\\n\" ::);");
-    w.Line("    consume(kt % kStages);");
+    w.Line("        if (kt + kStages < k_tiles) produce(stage, kt + kStages);");
+    w.Line("        asm volatile(\"cp.async.commit_group;\\n\" ::);");
+    w.Line("        if (kt + 1 < k_tiles) load_frags(0, (kt + 1) % kStages, 0);");
+    w.Line("      }");
+    w.Line("      mma_frags(ks & 1);");
+    w.Line("    }");
     w.Line("  }");
   }
   w.End(t.op_kloop);

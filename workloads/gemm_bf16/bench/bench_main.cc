@@ -272,11 +272,38 @@ int main(int argc, char** argv) {
   app.add_option("--target-ceiling", target_ceiling, "Headline row vs the ceiling (0.90)");
   app.add_option("--target-peer", target_peer_headline, "Headline row vs cuBLASLt (0.75)");
   app.add_option("--target-rows", target_peer_rows, "Every row vs cuBLASLt (0.60)");
+  bool compile_only = false;
+  app.add_flag("--compile-only", compile_only,
+               "Compile the family for sm_90 and print registers, spills and shared bytes (no GPU)");
   CLI11_PARSE(app, argc, argv);
   auto shapes = ParseShapes(shapes_text);
   if (!shapes.ok()) {
     std::fprintf(stderr, "cake-gemm-bench: %s\n", std::string(shapes.status().message()).c_str());
     return 2;
+  }
+
+  if (compile_only) {
+    std::vector<Candidate> cands;
+    for (const gemm::WarpGemmParams& p : gemm::WarpGemmFamily()) {
+      Candidate c;
+      c.params = p;
+      c.describe = p.Describe();
+      cands.push_back(std::move(c));
+    }
+    CompileAll(cands, store);
+    int failed = 0;
+    for (const Candidate& c : cands) {
+      if (!c.status.ok()) {
+        ++failed;
+        std::printf("%-36s %s\n", c.describe.c_str(), std::string(c.status.message()).c_str());
+        continue;
+      }
+      const auto& r = c.receipt.resources();
+      std::printf("%-36s registers %3d  spill stores %lld B  shared %lld B\n", c.describe.c_str(),
+                  r.registers(), static_cast<long long>(r.spill_store_bytes()),
+                  static_cast<long long>(r.shared_dynamic_bytes()));
+    }
+    return failed == 0 ? 0 : 1;
   }
 
   auto driver = gq::CudaDriver::Load();
