@@ -13,12 +13,8 @@ if [ -z "${CAKE_LIBCUBLASLT:-}" ]; then
   export CAKE_LIBCUBLASLT
 fi
 {
-  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "commit: $CAKE_COMMIT"
-  echo "host: $(uname -srm)"
+  describe_device
   echo "cublasLt: $CAKE_LIBCUBLASLT"
-  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv
-  "$CAKE_NVCC" --version | tail -2
 } | tee "$out/environment.txt"
 ./build/device/bin/cake-gemm-bench --json "$out/gemm_bench.json" "$@" 2>&1 | tee "$out/gemm_bench.txt"
 rc=${PIPESTATUS[0]}

@@ -5,13 +5,7 @@
 set -uo pipefail
 . "$(dirname "$0")/env.sh"
 export CAKE_EVIDENCE_DIR="$out"
-{
-  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)"
-  echo "host: $(uname -srm)"
-  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv
-  "$CAKE_NVCC" --version | tail -2
-} | tee "$out/environment.txt"
+describe_device | tee "$out/environment.txt"
 ./build/device/bin/hopper_witness_test --gtest_output="json:$out/gtest.json" 2>&1 | tee "$out/witness.log"
 rc=${PIPESTATUS[0]}
 if command -v compute-sanitizer >/dev/null || [ -x /usr/local/cuda/bin/compute-sanitizer ]; then

@@ -18,13 +18,13 @@
 #include <fstream>
 #include <future>
 #include <random>
-#include <sstream>
 #include <thread>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/files.h"
 #include "compiler/compiler.h"
 #include "cublaslt_peer.h"
 #include "gpuqueue/nvml.h"
@@ -172,6 +172,17 @@ struct Candidate {
   std::unique_ptr<gq::Kernel> kernel;
 };
 
+std::vector<Candidate> FamilyCandidates() {
+  std::vector<Candidate> out;
+  for (const gemm::WarpGemmParams& p : gemm::WarpGemmFamily()) {
+    Candidate c;
+    c.params = p;
+    c.describe = p.Describe();
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 void CompileAll(std::vector<Candidate>& cands, const std::string& store) {
   auto target = cake::compiler::TargetByName("sm_90");
   const unsigned width = std::max(1u, std::thread::hardware_concurrency());
@@ -203,13 +214,6 @@ void CompileAll(std::vector<Candidate>& cands, const std::string& store) {
     }
   }
   for (auto& f : running) f.wait();
-}
-
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 // Agreement with cuBLASLt on the same inputs: per element |x - ref| <= 2^-6 (|ref| + rms(ref)).
@@ -273,9 +277,15 @@ int main(int argc, char** argv) {
   app.add_option("--target-peer", target_peer_headline, "Headline row vs cuBLASLt (0.75)");
   app.add_option("--target-rows", target_peer_rows, "Every row vs cuBLASLt (0.60)");
   bool compile_only = false;
-  app.add_flag("--compile-only", compile_only,
-               "Compile the family for sm_90 and print registers, spills and shared bytes (no GPU)");
-  CLI11_PARSE(app, argc, argv);
+  app.add_flag(
+      "--compile-only", compile_only,
+      "Compile the family for sm_90 and print registers, spills and shared bytes (no GPU)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int printed = app.exit(e);  // --help and --version print and return 0
+    return printed == 0 ? 0 : 2;
+  }
   auto shapes = ParseShapes(shapes_text);
   if (!shapes.ok()) {
     std::fprintf(stderr, "cake-gemm-bench: %s\n", std::string(shapes.status().message()).c_str());
@@ -283,13 +293,7 @@ int main(int argc, char** argv) {
   }
 
   if (compile_only) {
-    std::vector<Candidate> cands;
-    for (const gemm::WarpGemmParams& p : gemm::WarpGemmFamily()) {
-      Candidate c;
-      c.params = p;
-      c.describe = p.Describe();
-      cands.push_back(std::move(c));
-    }
+    std::vector<Candidate> cands = FamilyCandidates();
     CompileAll(cands, store);
     int failed = 0;
     for (const Candidate& c : cands) {
@@ -358,13 +362,7 @@ int main(int argc, char** argv) {
   doc["peer"] = (*peer)->Describe();
   std::printf("peer: %s\n", (*peer)->Describe().c_str());
 
-  std::vector<Candidate> cands;
-  for (const gemm::WarpGemmParams& p : gemm::WarpGemmFamily()) {
-    Candidate c;
-    c.params = p;
-    c.describe = p.Describe();
-    cands.push_back(std::move(c));
-  }
+  std::vector<Candidate> cands = FamilyCandidates();
   const auto compile_start = std::chrono::steady_clock::now();
   CompileAll(cands, store);
   std::printf(
@@ -373,7 +371,8 @@ int main(int argc, char** argv) {
   json family = json::array();
   for (Candidate& c : cands) {
     if (c.status.ok()) {
-      const std::string cubin = ReadFile(fs::path(c.receipt.artifact_dir()) / "kernel.cubin");
+      const std::string cubin =
+          cake::base::ReadFileBytes(fs::path(c.receipt.artifact_dir()) / "kernel.cubin");
       auto k = gq::Kernel::Load(d, cubin, c.receipt);
       if (k.ok())
         c.kernel = std::move(*k);
