@@ -113,6 +113,7 @@ absl::StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Load() {
   resolve("cuFuncSetAttribute", d->FuncSetAttribute);
   resolve("cuFuncGetAttribute", d->FuncGetAttribute);
   resolve("cuLaunchKernel", d->LaunchKernel);
+  resolve("cuTensorMapEncodeTiled", d->TensorMapEncodeTiled);
   resolve("cuMemAlloc", d->MemAlloc);
   resolve("cuMemFree", d->MemFree);
   resolve("cuMemcpyHtoD", d->MemcpyHtoD);

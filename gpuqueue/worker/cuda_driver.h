@@ -44,6 +44,7 @@ struct CudaDriver {
   decltype(&::cuFuncSetAttribute) FuncSetAttribute = nullptr;
   decltype(&::cuFuncGetAttribute) FuncGetAttribute = nullptr;
   decltype(&::cuLaunchKernel) LaunchKernel = nullptr;
+  decltype(&::cuTensorMapEncodeTiled) TensorMapEncodeTiled = nullptr;
   decltype(&::cuMemAlloc) MemAlloc = nullptr;
   decltype(&::cuMemFree) MemFree = nullptr;
   decltype(&::cuMemcpyHtoD) MemcpyHtoD = nullptr;

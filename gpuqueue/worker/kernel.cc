@@ -65,12 +65,93 @@ Kernel::~Kernel() {
   if (module_ != nullptr && !d_.context_lost) d_.ModuleUnload(module_);
 }
 
+namespace {
+
+absl::StatusOr<int64_t> Scalar(const KernelArgs& args, const std::string& name,
+                               const std::string& what) {
+  auto it = args.scalars.find(name);
+  if (it == args.scalars.end())
+    return absl::InvalidArgumentError(absl::StrCat(what, " needs scalar '", name, "'"));
+  return it->second;
+}
+
+}  // namespace
+
+absl::StatusOr<CUtensorMap> Kernel::EncodeTensorMap(const report::LaunchSpec::Arg& a,
+                                                    const KernelArgs& args) const {
+  auto ptr = args.tensors.find(a.name());
+  if (ptr == args.tensors.end())
+    return absl::InvalidArgumentError(
+        absl::StrCat("launch needs tensor '", a.name(), "' (tensor map)"));
+  const std::string what = absl::StrCat("tensor map of '", a.name(), "'");
+  auto rows = Scalar(args, a.rows(), what);
+  if (!rows.ok()) return rows.status();
+  auto cols = Scalar(args, a.cols(), what);
+  if (!cols.ok()) return cols.status();
+  CUtensorMapDataType type;
+  switch (a.element_bytes()) {
+    case 1:
+      type = CU_TENSOR_MAP_DATA_TYPE_UINT8;
+      break;
+    case 2:
+      type = CU_TENSOR_MAP_DATA_TYPE_UINT16;
+      break;
+    case 4:
+      type = CU_TENSOR_MAP_DATA_TYPE_UINT32;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": element_bytes ", a.element_bytes(), " is not 1, 2 or 4"));
+  }
+  CUtensorMapSwizzle swizzle;
+  switch (a.swizzle_bytes()) {
+    case 0:
+      swizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
+      break;
+    case 32:
+      swizzle = CU_TENSOR_MAP_SWIZZLE_32B;
+      break;
+    case 64:
+      swizzle = CU_TENSOR_MAP_SWIZZLE_64B;
+      break;
+    case 128:
+      swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": swizzle_bytes ", a.swizzle_bytes(), " is not 0, 32, 64 or 128"));
+  }
+  if (*rows < 1 || *cols < 1 || a.box_rows() < 1 || a.box_cols() < 1)
+    return absl::InvalidArgumentError(absl::StrCat(what, ": empty extent or box"));
+  // Innermost dimension first; the one stride is the row pitch in bytes.
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(*cols), static_cast<cuuint64_t>(*rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(*cols) * a.element_bytes()};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(a.box_cols()),
+                             static_cast<cuuint32_t>(a.box_rows())};
+  const cuuint32_t element_strides[2] = {1, 1};
+  CUtensorMap map;
+  absl::Status s = d_.Check(
+      d_.TensorMapEncodeTiled(&map, type, 2, reinterpret_cast<void*>(ptr->second), dims, strides,
+                              box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+      "cuTensorMapEncodeTiled");
+  if (!s.ok())
+    return absl::InvalidArgumentError(absl::StrCat(what, " (", *rows, " x ", *cols, ", box ",
+                                                   a.box_rows(), " x ", a.box_cols(),
+                                                   "): ", s.message()));
+  return map;
+}
+
 absl::Status Kernel::Launch(CUstream stream, const KernelArgs& args) const {
-  // Parameter storage in argument order: 8-byte pointers, 32-bit scalars.
+  // Parameter storage in argument order: 8-byte pointers, 32-bit scalars, 128-byte tensor maps
+  // (64-byte aligned, as the kernel's parameter is).
   std::vector<CUdeviceptr> pointers;
   std::vector<int32_t> scalars;
+  std::vector<CUtensorMap> maps;
   pointers.reserve(launch_.args_size());
   scalars.reserve(launch_.args_size());
+  maps.reserve(launch_.args_size());
   std::vector<void*> params;
   for (const report::LaunchSpec::Arg& a : launch_.args()) {
     if (a.kind() == report::LaunchSpec::Arg::TENSOR) {
@@ -79,11 +160,15 @@ absl::Status Kernel::Launch(CUstream stream, const KernelArgs& args) const {
         return absl::InvalidArgumentError(absl::StrCat("launch needs tensor '", a.name(), "'"));
       pointers.push_back(it->second);
       params.push_back(&pointers.back());
+    } else if (a.kind() == report::LaunchSpec::Arg::TENSOR_MAP) {
+      auto map = EncodeTensorMap(a, args);
+      if (!map.ok()) return map.status();
+      maps.push_back(*map);
+      params.push_back(&maps.back());
     } else {
-      auto it = args.scalars.find(a.name());
-      if (it == args.scalars.end())
-        return absl::InvalidArgumentError(absl::StrCat("launch needs scalar '", a.name(), "'"));
-      scalars.push_back(static_cast<int32_t>(it->second));
+      auto v = Scalar(args, a.name(), "launch");
+      if (!v.ok()) return v.status();
+      scalars.push_back(static_cast<int32_t>(*v));
       params.push_back(&scalars.back());
     }
   }

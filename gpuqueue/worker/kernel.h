@@ -56,6 +56,10 @@ class Kernel {
 
  private:
   explicit Kernel(const CudaDriver& d) : d_(d) {}
+  // The tensor map a TENSOR_MAP argument describes, over the bound tensor; InvalidArgument
+  // naming the tensor when a binding is missing or the driver refuses the geometry.
+  absl::StatusOr<CUtensorMap> EncodeTensorMap(const report::LaunchSpec::Arg& a,
+                                              const KernelArgs& args) const;
   const CudaDriver& d_;
   CUmodule module_ = nullptr;
   CUfunction fn_ = nullptr;

@@ -201,6 +201,28 @@ TEST_F(HopperWitness, WideWarpGrid) {
   RunVariant(p);
 }
 
+// TMA stages: tensor maps built by the launcher, boxes past M, N and K read as zeros.
+TEST_F(HopperWitness, TmaSingleStageFp32OutX2Loads) {
+  WarpGemmParams p;
+  p.transfer = ir::TMA;
+  p.smem = ir::Representation::SWIZZLE_64B;
+  p.padding = 0;
+  p.stages = 1;
+  p.b_load_x4 = false;
+  p.out = ir::F32;
+  RunVariant(p);
+}
+
+TEST_F(HopperWitness, EveryTmaFamilyPoint) {
+  int tma_points = 0;
+  for (const WarpGemmParams& p : workloads::gemm_bf16::WarpGemmFamily()) {
+    if (p.transfer != ir::TMA) continue;
+    ++tma_points;
+    RunVariant(p);
+  }
+  EXPECT_GE(tma_points, 1) << "the family has no TMA point";
+}
+
 TEST_F(HopperWitness, EveryProposerCandidate) {
   for (const WarpGemmParams& p : workloads::gemm_bf16::WarpGemmCandidates()) RunVariant(p);
 }

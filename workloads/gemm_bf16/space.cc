@@ -42,7 +42,8 @@ std::string WarpGemmParams::Describe() const {
                      : smem == ir::Representation::SWIZZLE_64B ? "swz64"
                                                                : "swz128";
   return absl::StrCat(tile_m, "x", tile_n, "x", tile_k, " w", warps_m, "x", warps_n, " s", stages,
-                      " ", repr, b_load_x4 ? " x4" : " x2", out == ir::F32 ? " f32" : " bf16");
+                      " ", repr, b_load_x4 ? " x4" : " x2", out == ir::F32 ? " f32" : " bf16",
+                      transfer == ir::TMA ? " tma" : "");
 }
 
 ir::Module MakeWarpGemm(const WarpGemmParams& p) {
@@ -88,7 +89,7 @@ ir::Module MakeWarpGemm(const WarpGemmParams& p) {
   ir::Pipeline* pipe = k->add_pipelines();
   pipe->set_name("ab");
   pipe->set_stages(p.stages);
-  pipe->set_transfer(ir::CP_ASYNC);
+  pipe->set_transfer(p.transfer);
   pipe->add_producers("compute");
   pipe->add_consumers("compute");
   for (auto [name, rows] :
@@ -127,7 +128,7 @@ ir::Module MakeWarpGemm(const WarpGemmParams& p) {
     ir::Copy* c = Op(fill->mutable_body(), id)->mutable_copy();
     c->set_src(src);
     c->set_dst(dst);
-    c->set_transfer(ir::CP_ASYNC);
+    c->set_transfer(p.transfer);
     c->set_vector_bytes(16);
     c->set_mask(ir::MASK_ZERO_FILL);
     c->set_origin(origin);
@@ -163,7 +164,7 @@ ir::Module MakeWarpGemm(const WarpGemmParams& p) {
 namespace {
 
 void AddPoint(std::vector<WarpGemmParams>& out, int tm, int tn, int tk, int wm, int wn, int stages,
-              ir::Representation::Kind r) {
+              ir::Representation::Kind r, ir::Transfer transfer = ir::CP_ASYNC) {
   WarpGemmParams p;
   p.tile_m = tm;
   p.tile_n = tn;
@@ -173,6 +174,7 @@ void AddPoint(std::vector<WarpGemmParams>& out, int tm, int tn, int tk, int wm, 
   p.stages = stages;
   p.smem = r;
   p.padding = r == ir::Representation::ROW_MAJOR ? 8 : 0;
+  p.transfer = transfer;
   out.push_back(p);
 }
 
@@ -213,6 +215,21 @@ std::vector<WarpGemmParams> WarpGemmFamily() {
   add(64, 64, 64, 2, 2, 4, R::SWIZZLE_128B);
   add(64, 128, 64, 1, 4, 4, R::SWIZZLE_128B);
   add(16, 64, 64, 1, 2, 4, R::SWIZZLE_128B);
+  // The same rings filled by TMA: one thread issues a stage's two boxes, so the compute warps
+  // issue no copy or address arithmetic in the main loop.
+  auto tma = [&](int tm, int tn, int tk, int wm, int wn, int stages, ir::Representation::Kind r) {
+    AddPoint(out, tm, tn, tk, wm, wn, stages, r, ir::TMA);
+  };
+  tma(128, 256, 64, 2, 4, 2, R::SWIZZLE_128B);
+  tma(256, 128, 64, 4, 2, 2, R::SWIZZLE_128B);
+  tma(128, 256, 32, 2, 4, 4, R::SWIZZLE_64B);
+  tma(256, 128, 32, 4, 2, 4, R::SWIZZLE_64B);
+  tma(128, 128, 64, 2, 2, 3, R::SWIZZLE_128B);
+  tma(128, 128, 32, 2, 2, 4, R::SWIZZLE_64B);
+  tma(64, 128, 64, 1, 4, 4, R::SWIZZLE_128B);
+  tma(64, 64, 64, 2, 2, 4, R::SWIZZLE_128B);
+  tma(32, 128, 64, 1, 4, 4, R::SWIZZLE_128B);
+  tma(16, 128, 64, 1, 4, 4, R::SWIZZLE_128B);
   return out;
 }
 

@@ -18,12 +18,13 @@ struct WarpGemmParams {
   ir::Representation::Kind smem = ir::Representation::ROW_MAJOR;  // or SWIZZLE_64B/128B
   int padding = 8;                                                // ROW_MAJOR only
   bool b_load_x4 = true;
+  ir::Transfer transfer = ir::CP_ASYNC;  // or TMA (swizzled stages only)
   ir::DType out = ir::BF16;  // BF16 or F32
   ir::Arch arch = ir::SM_120F;
   std::string ptx_version = "8.8";
   std::string name = "gemm_bf16";
 
-  std::string Describe() const;  // "128x128x32 w2x2 s3 pad8 x4 bf16"
+  std::string Describe() const;  // "128x128x32 w2x2 s3 pad8 x4 bf16" (+ " tma")
 };
 
 ir::Module MakeWarpGemm(const WarpGemmParams& p);

@@ -31,6 +31,8 @@ absl::StatusOr<ArgminPlan> Plan(const ir::Module& module, const KernelGraph& g) 
   ArgminPlan p;
   static_cast<WarpTiles&>(p) = *std::move(tiles);
   p.kernel_name = g.kernel->name();
+  // Its batched launch passes pointers; TMA stages would need per-batch tensor maps.
+  if (p.transfer != ir::CP_ASYNC) return Unsupported("only CP_ASYNC pipelines are lowered");
   if (!p.epilogue->op->has_arg_reduce())
     return Unsupported("the tile loop's epilogue must be arg_reduce");
   const ir::ArgReduce& ar = p.epilogue->op->arg_reduce();

@@ -27,18 +27,29 @@ LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
   w.Line("");
   w.Line(absl::StrCat("extern \"C\" __global__ void __launch_bounds__(kThreads) ",
                       out.kernel_symbol, "("));
-  w.Line(absl::StrCat("    const __nv_bfloat16* __restrict__ ", p.a,
-                      ", const __nv_bfloat16* __restrict__ ", p.b, ","));
+  const bool tma = p.transfer == ir::TMA;
+  if (tma)
+    w.Line(absl::StrCat("    const __grid_constant__ TensorMap tmap_", p.a,
+                        ", const __grid_constant__ TensorMap tmap_", p.b, ","));
+  else
+    w.Line(absl::StrCat("    const __nv_bfloat16* __restrict__ ", p.a,
+                        ", const __nv_bfloat16* __restrict__ ", p.b, ","));
   w.Line(absl::StrCat("    ", out_t, "* __restrict__ ", p.c, ", int ", p.m, ", int ", p.n, ", int ",
                       p.k, ") {"));
   w.Begin(p.op_role);
-  w.Line("  extern __shared__ __align__(128) unsigned char smem[];");
+  w.Line(absl::StrCat("  extern __shared__ __align__(", tma ? 1024 : 128,
+                      ") unsigned char smem[];"));
   w.Line("  const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));");
   w.Line("  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;");
   w.Line("  const int warp_m = warp / kWarpsN, warp_n = warp % kWarpsN;");
   w.Begin(p.op_tiles);
   w.Line("  const int m0 = blockIdx.y * kTileM, n0 = blockIdx.x * kTileN;");
-  EmitWarpMainloop(p, {p.a, p.b, p.m, p.n, p.k}, w);
+  MainloopTerms terms{p.a, p.b, p.m, p.n, p.k};
+  if (tma) {
+    terms.a_map = "tmap_" + p.a;
+    terms.b_map = "tmap_" + p.b;
+  }
+  EmitWarpMainloop(p, terms, w);
 
   // Epilogue: accumulator fragment (row lane/4 [+8], columns 2*(lane%4) [+1]) to global.
   w.Begin(p.op_store);

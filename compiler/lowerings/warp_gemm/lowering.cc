@@ -39,7 +39,7 @@ class WarpGemmLowering final : public Lowering {
   std::string version() const override { return std::string(kWarpGemmLoweringVersion); }
   std::string operation() const override { return "gemm_bf16_tn"; }
   std::string summary() const override {
-    return "warp_gemm (C = A * B^T; mma.sync m16n8k16 BF16, ldmatrix, cp.async stages 1-4)";
+    return "warp_gemm (C = A * B^T; mma.sync m16n8k16 BF16, ldmatrix, cp.async or TMA stages 1-4)";
   }
   std::vector<std::string> required_instructions() const override {
     return WarpMainloopInstructions();
@@ -58,6 +58,10 @@ class WarpGemmLowering final : public Lowering {
     LoweredKernel k = EmitWarpGemm(p, target, schedule_hash);
     k.launch =
         Launch(p.a, p.b, p.c, p.m, p.n, p.k, p.tile_m, p.tile_n, p.threads, k.dynamic_shared_bytes);
+    if (p.transfer == ir::TMA) {  // A and B travel as tensor maps of one stage's boxes
+      *k.launch.mutable_args(0) = TmaLaunchArg(p, p.a, p.m, p.k, p.tile_m);
+      *k.launch.mutable_args(1) = TmaLaunchArg(p, p.b, p.n, p.k, p.tile_n);
+    }
     k.forms = WarpMainloopForms(p);
     k.shared_regions = p.shared.regions;
     return k;

@@ -42,6 +42,7 @@ absl::StatusOr<WarpGemmPlan> PlanWarpGemm(const ir::Module& module, const Kernel
   if (store->op->store_accumulator().cast() != C.dtype())
     return Unsupported("store cast must equal C's dtype");
   p.mask_store = store->op->store_accumulator().mask() != ir::MASK_NONE;
+  if (absl::Status s = CheckTmaSources(p, g, p.k, "warp_gemm"); !s.ok()) return s;
 
   return p;
 }

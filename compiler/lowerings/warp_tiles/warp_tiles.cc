@@ -1,9 +1,15 @@
 #include "warp_tiles.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace cake::compiler {
 namespace {
+
+// Writes a block of source text, one line at a time.
+void Lines(SourceWriter& w, absl::string_view text) {
+  for (absl::string_view line : absl::StrSplit(text, '\n')) w.Line(std::string(line));
+}
 
 std::string SwizzleExpr(ir::Representation::Kind kind) {
   switch (kind) {
@@ -102,8 +108,9 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
   // Pipeline.
   if (k.pipelines_size() != 1) return Unsupported(lowering, "exactly one pipeline is required");
   const ir::Pipeline& pipe = k.pipelines(0);
-  if (pipe.transfer() != ir::CP_ASYNC)
-    return Unsupported(lowering, "only CP_ASYNC pipelines are lowered");
+  if (pipe.transfer() != ir::CP_ASYNC && pipe.transfer() != ir::TMA)
+    return Unsupported(lowering, "only CP_ASYNC and TMA pipelines are lowered");
+  t.transfer = pipe.transfer();
   t.stages = pipe.stages();
   if (t.stages < 1 || t.stages > 4) return Unsupported(lowering, "1..4 stages are lowered");
 
@@ -114,8 +121,10 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
   for (const OpNode* c : produce->children) {
     if (!c->op->has_copy()) return Unsupported(lowering, "produce may only hold copies");
     const ir::Copy& copy = c->op->copy();
-    if (copy.transfer() != ir::CP_ASYNC || copy.vector_bytes() != 16)
-      return Unsupported(lowering, "copies must be 16-byte cp.async");
+    if (copy.transfer() != t.transfer)
+      return Unsupported(lowering, "copies must use the pipeline's transfer");
+    if (t.transfer == ir::CP_ASYNC && copy.vector_bytes() != 16)
+      return Unsupported(lowering, "cp.async copies must be 16-byte");
     auto bi = g.buffers.find(copy.dst());
     if (bi == g.buffers.end()) return Unsupported(lowering, "copy destination unknown");
     const bool zero_fill = copy.mask() == ir::MASK_ZERO_FILL;
@@ -190,6 +199,12 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
     }
     if (b.pipeline() != pipe.name())
       return Unsupported(lowering, "stage buffers belong to the pipeline");
+    // A TMA box lands dense, in the tensor map's swizzle; ldmatrix then reads it with the same
+    // pattern (SwizzleExpr is TMA's 64 B / 128 B pattern for 64 B / 128 B rows).
+    if (t.transfer == ir::TMA && *kind == ir::Representation::ROW_MAJOR)
+      return Unsupported(lowering, "TMA stages must be SWIZZLE_64B or SWIZZLE_128B");
+    if (t.transfer == ir::TMA && rows > 256)
+      return Unsupported(lowering, "a TMA box has at most 256 rows");
     return absl::OkStatus();
   };
   absl::Status s = check_repr(*abuf, t.tile_m, &t.a_repr, &t.a_padding);
@@ -210,17 +225,67 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
   }
   if (t.shared.regions.size() != 2)
     return Unsupported(lowering, "exactly two shared buffers are lowered");
+  if (t.transfer == ir::TMA) {
+    // The swizzle pattern repeats every 8 rows of the swizzle span: each stage must start on
+    // such a boundary (the dynamic shared base is 1024-byte aligned, checked in the kernel).
+    const int64_t atom = t.tile_k * 2 * 8;
+    for (int64_t v : {t.a_offset, t.a_stage_bytes, t.b_offset, t.b_stage_bytes})
+      if (v % atom != 0)
+        return Unsupported(lowering, absl::StrCat("TMA stages must be ", atom, "-byte aligned"));
+    if (t.a_stage_bytes != int64_t{t.tile_m} * t.tile_k * 2 ||
+        t.b_stage_bytes != int64_t{t.tile_n} * t.tile_k * 2)
+      return Unsupported(lowering, "TMA stages must be exactly one box");
+    t.barrier_offset = t.shared.total_bytes - t.shared.barrier_bytes;
+    if (t.shared.barrier_bytes < 8 * t.stages || t.barrier_offset % 8 != 0)
+      return Unsupported(lowering, "no mbarrier storage planned for the TMA stages");
+  }
   return t;
 }
 
+absl::Status CheckTmaSources(const WarpTiles& t, const KernelGraph& g, const std::string& k,
+                             const std::string& lowering) {
+  if (t.transfer != ir::TMA) return absl::OkStatus();
+  for (const std::string& name : {t.a, t.b}) {
+    auto ti = g.tensors.find(name);
+    if (ti == g.tensors.end()) return LoweringUnsupported(lowering, "TMA source unresolved");
+    if (ti->second->alignment_bytes() < 16 || ti->second->alignment_bytes() % 16 != 0)
+      return LoweringUnsupported(
+          lowering, absl::StrCat("a TMA source needs 16-byte alignment; '", name, "' declares ",
+                                 ti->second->alignment_bytes()));
+  }
+  auto si = g.scalars.find(k);
+  if (si == g.scalars.end() || si->second->multiple_of() <= 0 || si->second->multiple_of() % 8 != 0)
+    return LoweringUnsupported(lowering,
+                               absl::StrCat("a TMA row pitch must be a multiple of 16 bytes: '", k,
+                                            "' needs multiple_of 8"));
+  return absl::OkStatus();
+}
+
+report::LaunchSpec::Arg TmaLaunchArg(const WarpTiles& t, const std::string& tensor,
+                                     const std::string& rows, const std::string& k,
+                                     int box_rows) {
+  report::LaunchSpec::Arg a;
+  a.set_kind(report::LaunchSpec::Arg::TENSOR_MAP);
+  a.set_name(tensor);
+  a.set_rows(rows);
+  a.set_cols(k);
+  a.set_box_rows(box_rows);
+  a.set_box_cols(t.tile_k);
+  a.set_element_bytes(2);
+  a.set_swizzle_bytes(t.tile_k * 2);
+  return a;
+}
+
 std::vector<std::string> WarpMainloopInstructions() {
-  return {"cp.async.cg.16", "ldmatrix.m8n8.x4.b16", "ldmatrix.m8n8.x2.b16",
+  return {"cp.async.cg.16",       "cp.async.bulk.tensor.2d", "mbarrier.init",
+          "mbarrier.try_wait.parity", "ldmatrix.m8n8.x4.b16", "ldmatrix.m8n8.x2.b16",
           "mma.m16n8k16.bf16.f32"};
 }
 
 std::vector<LoweredKernel::Form> WarpMainloopForms(const WarpTiles& t) {
-  return {{t.op_copy_a, "cp.async.cg.16"},
-          {t.op_copy_b, "cp.async.cg.16"},
+  const char* copy = t.transfer == ir::TMA ? "cp.async.bulk.tensor.2d" : "cp.async.cg.16";
+  return {{t.op_copy_a, copy},
+          {t.op_copy_b, copy},
           {t.op_load_a, "ldmatrix.m8n8.x4.b16"},
           {t.op_load_b, t.b_load_x4 ? "ldmatrix.m8n8.x4.b16" : "ldmatrix.m8n8.x2.b16"},
           {t.op_mma, "mma.m16n8k16.bf16.f32"}};
@@ -249,6 +314,37 @@ void EmitWarpTileConstants(const WarpTiles& t, SourceWriter& w) {
   w.Line(absl::StrCat("  return row * kRowB + ((chunk ^ ", SwizzleExpr(t.b_repr), ") * 8);"));
   w.Line("}");
   w.Line("");
+  if (t.transfer == ir::TMA) {
+    w.Line(absl::StrCat("constexpr uint32_t kBarrierOffset = ", t.barrier_offset,
+                        ";  // one 8-byte mbarrier per stage"));
+    Lines(w, R"cuda(constexpr uint32_t kTmaBytes = kStageBytesA + kStageBytesB;  // both boxes of a stage
+
+// A CUtensorMap, built by the launcher and passed by value (__grid_constant__).
+struct __align__(64) TensorMap {
+  unsigned long long opaque[16];
+};
+
+// One box (rows from `row`, columns from `col`) into shared `dst`; the copy adds its bytes to the
+// transaction count of the mbarrier at `bar`. Out-of-bounds elements read as zero.
+__device__ __forceinline__ void TmaLoad(uint32_t dst, const TensorMap& map, int col, int row,
+                                        uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+      "[%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(&map)), "r"(col), "r"(row), "r"(bar)
+      : "memory");
+}
+
+// Spins until the mbarrier at `bar` has completed its phase of parity `parity`.
+__device__ __forceinline__ void WaitStage(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\n .reg .pred ready;\n WAIT:\n"
+      " mbarrier.try_wait.parity.shared::cta.b64 ready, [%0], %1;\n"
+      " @!ready bra WAIT;\n}\n" ::"r"(bar), "r"(parity)
+      : "memory");
+})cuda");
+    return;
+  }
   w.Line("__device__ __forceinline__ void CopyChunk(uint32_t dst, const void* src, bool valid) {");
   w.Line("  // Zero-fill: a source size of 0 writes 16 zero bytes and reads nothing.");
   w.Line(
@@ -258,17 +354,9 @@ void EmitWarpTileConstants(const WarpTiles& t, SourceWriter& w) {
   w.Line("}");
 }
 
-void EmitWarpMainloop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& w) {
-  w.Line("  float acc[kFragsM][kFragsN][4];");
-  w.Line("#pragma unroll");
-  w.Line("  for (int i = 0; i < kFragsM; ++i)");
-  w.Line("#pragma unroll");
-  w.Line("    for (int j = 0; j < kFragsN; ++j)");
-  w.Line("#pragma unroll");
-  w.Line("      for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;");
-  w.Line(absl::StrCat("  const int k_tiles = (", terms.k, " + kTileK - 1) / kTileK;"));
-  w.Line("");
+namespace {
 
+void EmitCpAsyncProducer(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& w) {
   // Producer: one stage of A and B, 16-byte cp.async chunks, tails zero-filled. Where the CTA's
   // threads cover whole rows in passes of a multiple of 8 rows (the common case), each thread
   // copies the same chunk column of rows r0, r0 + R, ...: its source pointer, destination offset
@@ -361,7 +449,33 @@ void EmitWarpMainloop(const WarpTiles& t, const MainloopTerms& terms, SourceWrit
   w.Line("  };");
   w.End(t.op_produce);
   w.Line("");
+}
 
+// Producer: one elected thread arms the stage's mbarrier with the boxes' bytes and issues the two
+// box copies; the mbarrier's phase completes when both boxes have landed (Filling -> Ready).
+void EmitTmaProducer(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& w) {
+  w.Begin(t.op_produce);
+  w.Line("  auto produce = [&](int stage, int kt) {  // thread 0 only");
+  w.Line("    const uint32_t bar = smem_base + kBarrierOffset + stage * 8;");
+  w.Line(
+      "    asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\\n\" "
+      "::\"r\"(bar),");
+  w.Line("                 \"r\"(kTmaBytes)");
+  w.Line("                 : \"memory\");");
+  w.Begin(t.op_copy_a);
+  w.Line(absl::StrCat("    TmaLoad(smem_base + kOffsetA + stage * kStageBytesA, ", terms.a_map,
+                      ", kt * kTileK, ", terms.a_row0, ", bar);"));
+  w.End(t.op_copy_a);
+  w.Begin(t.op_copy_b);
+  w.Line(absl::StrCat("    TmaLoad(smem_base + kOffsetB + stage * kStageBytesB, ", terms.b_map,
+                      ", kt * kTileK, ", terms.b_row0, ", bar);"));
+  w.End(t.op_copy_b);
+  w.Line("  };");
+  w.End(t.op_produce);
+  w.Line("");
+}
+
+void EmitFragmentSteps(const WarpTiles& t, SourceWriter& w) {
   // Consumer pieces: ldmatrix fragments of one 16-wide k step of a stage into fragment buffer
   // `buf`, and the mma.sync over a buffer. Two buffers, so the next step's loads are in flight
   // while this step's mma issue (the loops are unrolled; `buf` and `ks` are constants).
@@ -442,7 +556,67 @@ void EmitWarpMainloop(const WarpTiles& t, const MainloopTerms& terms, SourceWrit
   w.End(t.op_mma);
   w.End(t.op_consume);
   w.Line("");
+}
 
+// The TMA protocol: slot s has one mbarrier (arrival count 1: the producer's arrive.expect_tx;
+// the transaction count: both boxes' bytes). Generation g of slot s is tile s + g * S, and it
+// is Ready when the barrier's phase of parity g & 1 completes. As in the cp.async form, the
+// fragments of tile kt's last k step are in registers before the barrier in that step, so the
+// barrier releases slot kt % S (no thread reads it again) and only then does thread 0 refill it
+// with tile kt + S; the next tile's wait and first fragments overlap the last step's mma.
+void EmitTmaKLoop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& w) {
+  w.Begin(t.op_kloop);
+  w.Line("  if ((smem_base & 1023) != 0) __trap();  // the swizzle atoms need 1024-byte stages");
+  w.Line("  if (tid == 0) {");
+  w.Line("#pragma unroll");
+  w.Line("    for (int s = 0; s < kStages; ++s)");
+  w.Line(
+      "      asm volatile(\"mbarrier.init.shared::cta.b64 [%0], 1;\\n\" ::\"r\"(smem_base + "
+      "kBarrierOffset + s * 8));");
+  w.Line("    // The initialized barriers are visible to the async proxy before any copy uses them.");
+  w.Line("    asm volatile(\"fence.mbarrier_init.release.cluster;\\n\" ::: \"memory\");");
+  w.Line("  }");
+  w.Line("  __syncthreads();");
+  w.Line("  if (tid == 0) {");
+  w.Line("#pragma unroll");
+  w.Line("    for (int s = 0; s < kStages; ++s)");
+  w.Line("      if (s < k_tiles) produce(s, s);");
+  w.Line("  }");
+  w.Line("  if (k_tiles > 0) {");
+  w.Line("    WaitStage(smem_base + kBarrierOffset, 0);  // tile 0 is Ready");
+  w.Line("    load_frags(0, 0, 0);");
+  w.Line("  }");
+  w.Line("  for (int kt = 0; kt < k_tiles; ++kt) {");
+  w.Line("    const int stage = kt % kStages;");
+  w.Line("#pragma unroll");
+  w.Line("    for (int ks = 0; ks < kTileK / 16; ++ks) {");
+  w.Line("      if (ks + 1 < kTileK / 16) {");
+  w.Line("        load_frags((ks + 1) & 1, stage, ks + 1);");
+  w.Line("      } else {");
+  for (const std::string& line : terms.after_consume) w.Line("  " + line);
+  w.Begin(t.op_release);
+  w.Line("        __syncthreads();  // slot `stage` Free: every thread has read it");
+  w.End(t.op_release);
+  w.Line("        if (tid == 0 && kt + kStages < k_tiles) produce(stage, kt + kStages);");
+  w.Line("        if (kt + 1 < k_tiles) {");
+  w.Line("          const int next = (kt + 1) % kStages;");
+  w.Line(
+      "          WaitStage(smem_base + kBarrierOffset + next * 8, ((kt + 1) / kStages) & 1);");
+  w.Line("          load_frags(0, next, 0);");
+  w.Line("        }");
+  w.Line("      }");
+  w.Line("      mma_frags(ks & 1);");
+  w.Line("    }");
+  w.Line("  }");
+  w.End(t.op_kloop);
+  w.Line("");
+}
+
+void EmitKLoop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& w) {
+  if (t.transfer == ir::TMA) {
+    EmitTmaKLoop(t, terms, w);
+    return;
+  }
   const int k_steps = t.tile_k / 16;
   w.Begin(t.op_kloop);
   if (t.stages == 1 || k_steps % 2 != 0) {
@@ -525,6 +699,28 @@ void EmitWarpMainloop(const WarpTiles& t, const MainloopTerms& terms, SourceWrit
   }
   w.End(t.op_kloop);
   w.Line("");
+}
+
+}  // namespace
+
+void EmitWarpMainloop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& w) {
+  w.Line("  float acc[kFragsM][kFragsN][4];");
+  w.Line("#pragma unroll");
+  w.Line("  for (int i = 0; i < kFragsM; ++i)");
+  w.Line("#pragma unroll");
+  w.Line("    for (int j = 0; j < kFragsN; ++j)");
+  w.Line("#pragma unroll");
+  w.Line("      for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;");
+  w.Line(absl::StrCat("  const int k_tiles = (", terms.k, " + kTileK - 1) / kTileK;"));
+  w.Line("");
+
+  if (t.transfer == ir::TMA) {
+    EmitTmaProducer(t, terms, w);
+  } else {
+    EmitCpAsyncProducer(t, terms, w);
+  }
+  EmitFragmentSteps(t, w);
+  EmitKLoop(t, terms, w);
 }
 
 }  // namespace cake::compiler

@@ -4,7 +4,8 @@
 //                                               consume { load A, load B, mma, release } },
 //                                 EPILOGUE } }
 // (one role over every warp, one mma.sync m16n8k16 BF16 -> F32 instruction, one accumulator, one
-// cp.async pipeline of two staging buffers), and the CUDA C++ of its constants and main loop.
+// pipeline of two staging buffers filled by cp.async or by TMA), and the CUDA C++ of its constants
+// and main loop.
 // The epilogue and the tensors' shapes are each lowering's own. Pure; thread-compatible.
 #pragma once
 
@@ -26,6 +27,11 @@ struct WarpTiles {
   int warps_m = 0, warps_n = 0;
   int stages = 0;
   int threads = 0;
+  // CP_ASYNC: every thread copies 16-byte chunks, async groups + barrier publish a stage. TMA:
+  // one thread issues a tensor-map box copy per buffer, completing on the stage's mbarrier with
+  // the box's bytes; the launch passes tensor maps for A and B instead of their pointers.
+  ir::Transfer transfer = ir::CP_ASYNC;
+  int64_t barrier_offset = 0;  // TMA: one 8-byte mbarrier per stage from here
   ir::Representation::Kind a_repr = ir::Representation::ROW_MAJOR;
   ir::Representation::Kind b_repr = ir::Representation::ROW_MAJOR;
   int a_padding = 0, b_padding = 0;
@@ -44,6 +50,14 @@ struct WarpTiles {
 absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGraph& g,
                                         const std::string& lowering);
 absl::Status LoweringUnsupported(const std::string& lowering, absl::string_view why);
+// TMA only: what the tensor maps need of the copied tensors, both [rows, `k`] row-major: base
+// alignment of 16 bytes and a row pitch that is a multiple of 16 bytes (`k` a multiple of 8).
+absl::Status CheckTmaSources(const WarpTiles& t, const KernelGraph& g, const std::string& k,
+                             const std::string& lowering);
+// TMA only: the launch argument of the tensor map over `tensor` ([rows, k], box of one stage).
+report::LaunchSpec::Arg TmaLaunchArg(const WarpTiles& t, const std::string& tensor,
+                                     const std::string& rows, const std::string& k,
+                                     int box_rows);
 // True when `d` is a symbol and the same as `*out` (which the first call fills): how lowerings
 // read a tensor's extents as the kernel's scalar names.
 bool SymbolIs(const ir::Dim& d, std::string* out);
@@ -55,6 +69,7 @@ struct MainloopTerms {
   std::string a_rows, b_rows;  // row extents, e.g. "M"
   std::string k;               // reduction extent
   std::string a_row0 = "m0", b_row0 = "n0";
+  std::string a_map = {}, b_map = {};  // TMA: the tensor-map parameters of A and B
   // Lines at the end of the consume step, where `stage` is the Ready stage (e.g. an epilogue's
   // reductions over the staged tiles); empty for a plain GEMM.
   std::vector<std::string> after_consume = {};

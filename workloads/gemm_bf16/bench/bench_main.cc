@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -172,9 +173,11 @@ struct Candidate {
   std::unique_ptr<gq::Kernel> kernel;
 };
 
-std::vector<Candidate> FamilyCandidates() {
+// The family's points whose description contains `only` (all of them when it is empty).
+std::vector<Candidate> FamilyCandidates(const std::string& only) {
   std::vector<Candidate> out;
   for (const gemm::WarpGemmParams& p : gemm::WarpGemmFamily()) {
+    if (!only.empty() && !absl::StrContains(p.Describe(), only)) continue;
     Candidate c;
     c.params = p;
     c.describe = p.Describe();
@@ -276,6 +279,10 @@ int main(int argc, char** argv) {
   app.add_option("--target-ceiling", target_ceiling, "Headline row vs the ceiling (0.90)");
   app.add_option("--target-peer", target_peer_headline, "Headline row vs cuBLASLt (0.75)");
   app.add_option("--target-rows", target_peer_rows, "Every row vs cuBLASLt (0.60)");
+  std::string only;
+  app.add_option("--only", only,
+                 "Only the family's schedules whose description contains this text, e.g. "
+                 "\"128x256x64 w2x4 s2\" (for a profiler)");
   bool compile_only = false;
   app.add_flag(
       "--compile-only", compile_only,
@@ -286,6 +293,11 @@ int main(int argc, char** argv) {
     const int printed = app.exit(e);  // --help and --version print and return 0
     return printed == 0 ? 0 : 2;
   }
+  if (FamilyCandidates(only).empty()) {
+    std::fprintf(stderr, "cake-gemm-bench: no schedule of the family matches --only \"%s\"\n",
+                 only.c_str());
+    return 2;
+  }
   auto shapes = ParseShapes(shapes_text);
   if (!shapes.ok()) {
     std::fprintf(stderr, "cake-gemm-bench: %s\n", std::string(shapes.status().message()).c_str());
@@ -293,7 +305,7 @@ int main(int argc, char** argv) {
   }
 
   if (compile_only) {
-    std::vector<Candidate> cands = FamilyCandidates();
+    std::vector<Candidate> cands = FamilyCandidates(only);
     CompileAll(cands, store);
     int failed = 0;
     for (const Candidate& c : cands) {
@@ -362,7 +374,7 @@ int main(int argc, char** argv) {
   doc["peer"] = (*peer)->Describe();
   std::printf("peer: %s\n", (*peer)->Describe().c_str());
 
-  std::vector<Candidate> cands = FamilyCandidates();
+  std::vector<Candidate> cands = FamilyCandidates(only);
   const auto compile_start = std::chrono::steady_clock::now();
   CompileAll(cands, store);
   std::printf(
