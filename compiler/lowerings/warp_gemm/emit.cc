@@ -25,9 +25,11 @@ LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
   EmitWarpTileConstants(p, w);
   w.Line("}  // namespace");
   w.Line("");
-  w.Line(absl::StrCat("extern \"C\" __global__ void __launch_bounds__(kThreads) ",
-                      out.kernel_symbol, "("));
   const bool tma = p.transfer == ir::TMA;
+  // With TMA, ptxas otherwise caps small CTAs' registers for occupancy and spills (seen: 80
+  // registers and 8 B of spills for 64x64 tiles); one CTA per SM is the bound it may assume.
+  w.Line(absl::StrCat("extern \"C\" __global__ void __launch_bounds__(kThreads",
+                      tma ? ", 1" : "", ") ", out.kernel_symbol, "("));
   if (tma)
     w.Line(absl::StrCat("    const __grid_constant__ TensorMap tmap_", p.a,
                         ", const __grid_constant__ TensorMap tmap_", p.b, ","));

@@ -236,7 +236,7 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
         t.b_stage_bytes != int64_t{t.tile_n} * t.tile_k * 2)
       return Unsupported(lowering, "TMA stages must be exactly one box");
     t.barrier_offset = t.shared.total_bytes - t.shared.barrier_bytes;
-    if (t.shared.barrier_bytes < 8 * t.stages || t.barrier_offset % 8 != 0)
+    if (t.shared.barrier_bytes < 16 * t.stages || t.barrier_offset % 8 != 0)
       return Unsupported(lowering, "no mbarrier storage planned for the TMA stages");
   }
   return t;
@@ -304,7 +304,7 @@ void EmitWarpTileConstants(const WarpTiles& t, SourceWriter& w) {
                       ", kStageBytesA = ", t.a_stage_bytes, ";"));
   w.Line(absl::StrCat("constexpr uint32_t kOffsetB = ", t.b_offset,
                       ", kStageBytesB = ", t.b_stage_bytes, ";"));
-  w.Line("constexpr int kChunksPerRow = kTileK / 8;  // 16-byte chunks");
+  if (t.transfer != ir::TMA) w.Line("constexpr int kChunksPerRow = kTileK / 8;  // 16-byte chunks");
   w.Line("");
   w.Line("// Element offset of 16-byte chunk `chunk` of row `row` inside one stage.");
   w.Line("__device__ __forceinline__ uint32_t OffsetA(int row, int chunk) {");
@@ -316,7 +316,7 @@ void EmitWarpTileConstants(const WarpTiles& t, SourceWriter& w) {
   w.Line("");
   if (t.transfer == ir::TMA) {
     w.Line(absl::StrCat("constexpr uint32_t kBarrierOffset = ", t.barrier_offset,
-                        ";  // one 8-byte mbarrier per stage"));
+                        ";  // full[kStages], then empty[kStages] (8-byte mbarriers)"));
     Lines(w, R"cuda(constexpr uint32_t kTmaBytes = kStageBytesA + kStageBytesB;  // both boxes of a stage
 
 // A CUtensorMap, built by the launcher and passed by value (__grid_constant__).
@@ -558,56 +558,66 @@ void EmitFragmentSteps(const WarpTiles& t, SourceWriter& w) {
   w.Line("");
 }
 
-// The TMA protocol: slot s has one mbarrier (arrival count 1: the producer's arrive.expect_tx;
-// the transaction count: both boxes' bytes). Generation g of slot s is tile s + g * S, and it
-// is Ready when the barrier's phase of parity g & 1 completes. As in the cp.async form, the
-// fragments of tile kt's last k step are in registers before the barrier in that step, so the
-// barrier releases slot kt % S (no thread reads it again) and only then does thread 0 refill it
-// with tile kt + S; the next tile's wait and first fragments overlap the last step's mma.
+// The TMA protocol. Slot s has two mbarriers: full[s] (arrival count 1, the producer's
+// arrive.expect_tx, plus both boxes' transaction bytes) and empty[s] (one arrival per thread).
+// Generation g of slot s holds tile s + g * S: it is Ready when full[s] completes its phase of
+// parity g & 1, and Free when empty[s] does. A consumer arrives on empty[s] once its last
+// ldmatrix of the tile is issued: the arrive has release semantics, so those reads are performed
+// before any thread can observe the phase (a CTA barrier would not order them against the TMA
+// unit's writes, which are not in the threads' shared-memory pipe). Thread 0, also the producer,
+// waits for that phase (acquire), fences the async proxy behind it and refills the slot with tile
+// kt + S. The next tile's wait and first fragments overlap the last step's mma.
 void EmitTmaKLoop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& w) {
   w.Begin(t.op_kloop);
-  w.Line("  if ((smem_base & 1023) != 0) __trap();  // the swizzle atoms need 1024-byte stages");
-  w.Line("  if (tid == 0) {");
-  w.Line("#pragma unroll");
-  w.Line("    for (int s = 0; s < kStages; ++s)");
-  w.Line(
-      "      asm volatile(\"mbarrier.init.shared::cta.b64 [%0], 1;\\n\" ::\"r\"(smem_base + "
-      "kBarrierOffset + s * 8));");
-  w.Line("    // The initialized barriers are visible to the async proxy before any copy uses them.");
-  w.Line("    asm volatile(\"fence.mbarrier_init.release.cluster;\\n\" ::: \"memory\");");
-  w.Line("  }");
-  w.Line("  __syncthreads();");
-  w.Line("  if (tid == 0) {");
-  w.Line("#pragma unroll");
-  w.Line("    for (int s = 0; s < kStages; ++s)");
-  w.Line("      if (s < k_tiles) produce(s, s);");
-  w.Line("  }");
-  w.Line("  if (k_tiles > 0) {");
-  w.Line("    WaitStage(smem_base + kBarrierOffset, 0);  // tile 0 is Ready");
-  w.Line("    load_frags(0, 0, 0);");
-  w.Line("  }");
-  w.Line("  for (int kt = 0; kt < k_tiles; ++kt) {");
-  w.Line("    const int stage = kt % kStages;");
-  w.Line("#pragma unroll");
-  w.Line("    for (int ks = 0; ks < kTileK / 16; ++ks) {");
-  w.Line("      if (ks + 1 < kTileK / 16) {");
-  w.Line("        load_frags((ks + 1) & 1, stage, ks + 1);");
-  w.Line("      } else {");
+  Lines(w, R"cuda(  if ((smem_base & 1023) != 0) __trap();  // the swizzle atoms need 1024-byte stages
+  const uint32_t full_bar = smem_base + kBarrierOffset, empty_bar = full_bar + kStages * 8;
+  if (tid == 0) {
+#pragma unroll
+    for (int s = 0; s < kStages; ++s) {
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(full_bar + s * 8));
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(empty_bar + s * 8),
+                   "r"(kThreads));
+    }
+    // The initialized barriers are visible to the async proxy before any copy uses them.
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  if (tid == 0) {
+#pragma unroll
+    for (int s = 0; s < kStages; ++s)
+      if (s < k_tiles) produce(s, s);
+  }
+  if (k_tiles > 0) {
+    WaitStage(full_bar, 0);  // tile 0 is Ready
+    load_frags(0, 0, 0);
+  }
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    const int stage = kt % kStages;
+#pragma unroll
+    for (int ks = 0; ks < kTileK / 16; ++ks) {
+      if (ks + 1 < kTileK / 16) {
+        load_frags((ks + 1) & 1, stage, ks + 1);
+      } else {)cuda");
   for (const std::string& line : terms.after_consume) w.Line("  " + line);
   w.Begin(t.op_release);
-  w.Line("        __syncthreads();  // slot `stage` Free: every thread has read it");
+  Lines(w, R"cuda(        // This thread has issued its last read of slot `stage`.
+        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(empty_bar + stage * 8)
+                     : "memory");)cuda");
   w.End(t.op_release);
-  w.Line("        if (tid == 0 && kt + kStages < k_tiles) produce(stage, kt + kStages);");
-  w.Line("        if (kt + 1 < k_tiles) {");
-  w.Line("          const int next = (kt + 1) % kStages;");
-  w.Line(
-      "          WaitStage(smem_base + kBarrierOffset + next * 8, ((kt + 1) / kStages) & 1);");
-  w.Line("          load_frags(0, next, 0);");
-  w.Line("        }");
-  w.Line("      }");
-  w.Line("      mma_frags(ks & 1);");
-  w.Line("    }");
-  w.Line("  }");
+  Lines(w, R"cuda(        if (tid == 0 && kt + kStages < k_tiles) {
+          WaitStage(empty_bar + stage * 8, (kt / kStages) & 1);  // every thread has read it
+          asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+          produce(stage, kt + kStages);
+        }
+        if (kt + 1 < k_tiles) {
+          const int next = (kt + 1) % kStages;
+          WaitStage(full_bar + next * 8, ((kt + 1) / kStages) & 1);
+          load_frags(0, next, 0);
+        }
+      }
+      mma_frags(ks & 1);
+    }
+  })cuda");
   w.End(t.op_kloop);
   w.Line("");
 }

@@ -31,7 +31,7 @@ struct WarpTiles {
   // one thread issues a tensor-map box copy per buffer, completing on the stage's mbarrier with
   // the box's bytes; the launch passes tensor maps for A and B instead of their pointers.
   ir::Transfer transfer = ir::CP_ASYNC;
-  int64_t barrier_offset = 0;  // TMA: one 8-byte mbarrier per stage from here
+  int64_t barrier_offset = 0;  // TMA: full then empty mbarriers (8 bytes each) per stage
   ir::Representation::Kind a_repr = ir::Representation::ROW_MAJOR;
   ir::Representation::Kind b_repr = ir::Representation::ROW_MAJOR;
   int a_padding = 0, b_padding = 0;
