@@ -130,12 +130,12 @@ absl::StatusOr<CUtensorMap> Kernel::EncodeTensorMap(const report::LaunchSpec::Ar
                              static_cast<cuuint32_t>(a.box_rows())};
   const cuuint32_t element_strides[2] = {1, 1};
   CUtensorMap map;
-  absl::Status s = d_.Check(
-      d_.TensorMapEncodeTiled(&map, type, 2, reinterpret_cast<void*>(ptr->second), dims, strides,
-                              box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-      "cuTensorMapEncodeTiled");
+  absl::Status s =
+      d_.Check(d_.TensorMapEncodeTiled(&map, type, 2, reinterpret_cast<void*>(ptr->second), dims,
+                                       strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                       swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+               "cuTensorMapEncodeTiled");
   if (!s.ok())
     return absl::InvalidArgumentError(absl::StrCat(what, " (", *rows, " x ", *cols, ", box ",
                                                    a.box_rows(), " x ", a.box_cols(),

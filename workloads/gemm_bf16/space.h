@@ -19,7 +19,7 @@ struct WarpGemmParams {
   int padding = 8;                                                // ROW_MAJOR only
   bool b_load_x4 = true;
   ir::Transfer transfer = ir::CP_ASYNC;  // or TMA (swizzled stages only)
-  ir::DType out = ir::BF16;  // BF16 or F32
+  ir::DType out = ir::BF16;              // BF16 or F32
   ir::Arch arch = ir::SM_120F;
   std::string ptx_version = "8.8";
   std::string name = "gemm_bf16";

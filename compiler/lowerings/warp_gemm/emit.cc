@@ -28,8 +28,8 @@ LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
   const bool tma = p.transfer == ir::TMA;
   // With TMA, ptxas otherwise caps small CTAs' registers for occupancy and spills (seen: 80
   // registers and 8 B of spills for 64x64 tiles); one CTA per SM is the bound it may assume.
-  w.Line(absl::StrCat("extern \"C\" __global__ void __launch_bounds__(kThreads",
-                      tma ? ", 1" : "", ") ", out.kernel_symbol, "("));
+  w.Line(absl::StrCat("extern \"C\" __global__ void __launch_bounds__(kThreads", tma ? ", 1" : "",
+                      ") ", out.kernel_symbol, "("));
   if (tma)
     w.Line(absl::StrCat("    const __grid_constant__ TensorMap tmap_", p.a,
                         ", const __grid_constant__ TensorMap tmap_", p.b, ","));
@@ -39,8 +39,8 @@ LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
   w.Line(absl::StrCat("    ", out_t, "* __restrict__ ", p.c, ", int ", p.m, ", int ", p.n, ", int ",
                       p.k, ") {"));
   w.Begin(p.op_role);
-  w.Line(absl::StrCat("  extern __shared__ __align__(", tma ? 1024 : 128,
-                      ") unsigned char smem[];"));
+  w.Line(
+      absl::StrCat("  extern __shared__ __align__(", tma ? 1024 : 128, ") unsigned char smem[];"));
   w.Line("  const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));");
   w.Line("  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;");
   w.Line("  const int warp_m = warp / kWarpsN, warp_n = warp % kWarpsN;");

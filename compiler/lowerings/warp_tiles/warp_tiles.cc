@@ -262,8 +262,7 @@ absl::Status CheckTmaSources(const WarpTiles& t, const KernelGraph& g, const std
 }
 
 report::LaunchSpec::Arg TmaLaunchArg(const WarpTiles& t, const std::string& tensor,
-                                     const std::string& rows, const std::string& k,
-                                     int box_rows) {
+                                     const std::string& rows, const std::string& k, int box_rows) {
   report::LaunchSpec::Arg a;
   a.set_kind(report::LaunchSpec::Arg::TENSOR_MAP);
   a.set_name(tensor);
@@ -277,8 +276,8 @@ report::LaunchSpec::Arg TmaLaunchArg(const WarpTiles& t, const std::string& tens
 }
 
 std::vector<std::string> WarpMainloopInstructions() {
-  return {"cp.async.cg.16",       "cp.async.bulk.tensor.2d", "mbarrier.init",
-          "mbarrier.try_wait.parity", "ldmatrix.m8n8.x4.b16", "ldmatrix.m8n8.x2.b16",
+  return {"cp.async.cg.16",           "cp.async.bulk.tensor.2d", "mbarrier.init",
+          "mbarrier.try_wait.parity", "ldmatrix.m8n8.x4.b16",    "ldmatrix.m8n8.x2.b16",
           "mma.m16n8k16.bf16.f32"};
 }
 
@@ -317,7 +316,9 @@ void EmitWarpTileConstants(const WarpTiles& t, SourceWriter& w) {
   if (t.transfer == ir::TMA) {
     w.Line(absl::StrCat("constexpr uint32_t kBarrierOffset = ", t.barrier_offset,
                         ";  // full[kStages], then empty[kStages] (8-byte mbarriers)"));
-    Lines(w, R"cuda(constexpr uint32_t kTmaBytes = kStageBytesA + kStageBytesB;  // both boxes of a stage
+    Lines(
+        w,
+        R"cuda(constexpr uint32_t kTmaBytes = kStageBytesA + kStageBytesB;  // both boxes of a stage
 
 // A CUtensorMap, built by the launcher and passed by value (__grid_constant__).
 struct __align__(64) TensorMap {
@@ -569,7 +570,8 @@ void EmitFragmentSteps(const WarpTiles& t, SourceWriter& w) {
 // kt + S. The next tile's wait and first fragments overlap the last step's mma.
 void EmitTmaKLoop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& w) {
   w.Begin(t.op_kloop);
-  Lines(w, R"cuda(  if ((smem_base & 1023) != 0) __trap();  // the swizzle atoms need 1024-byte stages
+  Lines(w,
+        R"cuda(  if ((smem_base & 1023) != 0) __trap();  // the swizzle atoms need 1024-byte stages
   const uint32_t full_bar = smem_base + kBarrierOffset, empty_bar = full_bar + kStages * 8;
   if (tid == 0) {
 #pragma unroll

@@ -56,8 +56,7 @@ absl::Status CheckTmaSources(const WarpTiles& t, const KernelGraph& g, const std
                              const std::string& lowering);
 // TMA only: the launch argument of the tensor map over `tensor` ([rows, k], box of one stage).
 report::LaunchSpec::Arg TmaLaunchArg(const WarpTiles& t, const std::string& tensor,
-                                     const std::string& rows, const std::string& k,
-                                     int box_rows);
+                                     const std::string& rows, const std::string& k, int box_rows);
 // True when `d` is a symbol and the same as `*out` (which the first call fills): how lowerings
 // read a tensor's extents as the kernel's scalar names.
 bool SymbolIs(const ir::Dim& d, std::string* out);
