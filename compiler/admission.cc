@@ -22,7 +22,7 @@ using ir::F32;
 // One row per instruction form. Verdicts are the ones ptxas 13.0 gives (tested); legacy FP8
 // mma.sync assembles for sm_90 but is emulated there (F2FP unpack + HMMA), so its speed is never
 // judged on the Hopper witness.
-const std::array<InstrDescriptor, 21> kTable = {{
+const std::array<InstrDescriptor, 25> kTable = {{
     {"mma.m16n8k16.bf16.f32",
      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
      {7, 0},
@@ -222,6 +222,50 @@ const std::array<InstrDescriptor, 21> kTable = {{
      false,
      std::nullopt,
      "mbarrier.try_wait.parity.shared::cta.b64 q0, [r0], r1;"},
+    {"mbarrier.arrive.expect_tx",
+     "mbarrier.arrive.expect_tx.shared::cta.b64",
+     {8, 0},
+     kAll,
+     P::kElectedLane,
+     "arms a shared barrier with transaction bytes and arrives once",
+     "",
+     "",
+     false,
+     std::nullopt,
+     "mbarrier.arrive.expect_tx.shared::cta.b64 _, [r0], r1;"},
+    {"mbarrier.arrive",
+     "mbarrier.arrive.shared::cta.b64",
+     {7, 8},
+     kAll,
+     P::kThread,
+     "arrives on a shared barrier (releases a stage)",
+     "",
+     "",
+     false,
+     std::nullopt,
+     "mbarrier.arrive.shared::cta.b64 _, [r0];"},
+    {"fence.proxy.async",
+     "fence.proxy.async.shared::cta",
+     {8, 0},
+     kAll,
+     P::kThread,
+     "orders generic-proxy shared accesses before later async-proxy (TMA) accesses",
+     "",
+     "",
+     false,
+     std::nullopt,
+     "fence.proxy.async.shared::cta;"},
+    {"fence.mbarrier_init",
+     "fence.mbarrier_init.release.cluster",
+     {8, 0},
+     kAll,
+     P::kThread,
+     "makes barrier initialization visible to the async proxy",
+     "",
+     "",
+     false,
+     std::nullopt,
+     "fence.mbarrier_init.release.cluster;"},
     {"setmaxnreg.inc",
      "setmaxnreg.inc.sync.aligned.u32",
      {8, 0},
@@ -314,8 +358,11 @@ std::vector<const InstrDescriptor*> InstructionsForTransfer(ir::Transfer transfe
     case ir::CP_ASYNC:
       return {FindInstruction("cp.async.cg.16")};
     case ir::TMA:
-      return {FindInstruction("cp.async.bulk.tensor.2d"), FindInstruction("mbarrier.init"),
-              FindInstruction("mbarrier.try_wait.parity")};
+      return {
+          FindInstruction("cp.async.bulk.tensor.2d"),  FindInstruction("mbarrier.init"),
+          FindInstruction("fence.mbarrier_init"),      FindInstruction("mbarrier.arrive.expect_tx"),
+          FindInstruction("mbarrier.try_wait.parity"), FindInstruction("mbarrier.arrive"),
+          FindInstruction("fence.proxy.async")};
     default:
       return {};
   }

@@ -19,6 +19,10 @@ namespace cake::compiler {
 struct AnalyzeOptions {
   // The PTX ISA version the pinned toolchain emits, when known (compile sets it).
   std::optional<PtxVersion> toolchain_ptx;
+  // Passes to leave unrun, by name. Test-only: the rule proofs force an illegal schedule through
+  // lowering to show on a GPU what a rule prevents. caked and cakec never set it; a pass left
+  // unrun keeps verdict UNSPECIFIED in the report.
+  std::vector<std::string> unchecked_passes;
 };
 
 struct Analysis {

@@ -59,6 +59,7 @@ absl::StatusOr<CompileResult> Compile(const ParsedModule& parsed, const TargetIn
   CAKE_ASSIGN_OR_RETURN(Toolchain tc, DetectToolchain());
   AnalyzeOptions aopts;
   aopts.toolchain_ptx = tc.ptx;
+  aopts.unchecked_passes = options.unchecked_passes;
   EmitResult emitted = Emit(parsed, target, aopts);
   CompileResult result;
   result.analysis = emitted.analysis;

@@ -27,7 +27,8 @@ EmitResult Emit(const ParsedModule& parsed, const TargetInfo& target,
                 const AnalyzeOptions& options = {});
 
 struct CompileOptions {
-  std::string store_root;  // empty = DefaultStoreRoot()
+  std::string store_root;                     // empty = DefaultStoreRoot()
+  std::vector<std::string> unchecked_passes;  // test-only; see AnalyzeOptions
 };
 
 struct CompileResult {

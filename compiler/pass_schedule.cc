@@ -143,6 +143,204 @@ std::vector<std::string> SharedWrites(const ir::Operation& op) {
   return {};
 }
 
+// Every write to shared storage in a region, with the op that makes it.
+void CollectSharedWrites(const OpNode& n, std::vector<std::pair<std::string, const OpNode*>>& out) {
+  for (const std::string& buf : SharedWrites(*n.op)) out.emplace_back(buf, &n);
+  for (const OpNode* c : n.children) CollectSharedWrites(*c, out);
+}
+
+// The innermost enclosing if_uniform, or nullptr.
+const OpNode* EnclosingBranch(const OpNode& n) {
+  for (const OpNode* p = n.parent; p != nullptr; p = p->parent)
+    if (p->op->has_if_uniform()) return p;
+  return nullptr;
+}
+
+// A TMA box lands dense, row-major, in the source tensor's orientation: at most 256 elements per
+// box dimension, a box row a multiple of 16 bytes, the shared destination 128-byte aligned, and
+// (swizzled) a row no wider than the swizzle span. A stage layout that differs reads other bytes
+// than the box wrote.
+void CheckTmaStage(const KernelGraph& g, const OpNode& n, const ir::Buffer& buf,
+                   DiagnosticSink& sink, CheckCounter& checks) {
+  const ir::Copy& copy = n.op->copy();
+  const ir::Representation& rep = buf.representation();
+  auto reject = [&](const std::string& condition, const std::string& evidence,
+                    const std::string& repair) {
+    sink.Error(report::DIAG_PIPE_TMA_LAYOUT)
+        .Op(n.op->id())
+        .Path(n.path)
+        .Resource(buf.name())
+        .Role(n.role)
+        .Condition(condition)
+        .Evidence(evidence)
+        .Repair(repair)
+        .Message("a TMA box cannot land in this stage layout");
+  };
+  const bool row_major_family = rep.kind() == ir::Representation::ROW_MAJOR ||
+                                rep.kind() == ir::Representation::SWIZZLE_32B ||
+                                rep.kind() == ir::Representation::SWIZZLE_64B ||
+                                rep.kind() == ir::Representation::SWIZZLE_128B;
+  ++checks;
+  if (!row_major_family) {
+    reject("a TMA stage is ROW_MAJOR or SWIZZLE_32B/64B/128B",
+           absl::StrCat("'", buf.name(), "' is ", ir::Representation::Kind_Name(rep.kind())),
+           "declare the stage SWIZZLE_64B or SWIZZLE_128B over row-major rows");
+    return;
+  }
+  ++checks;
+  if (rep.padding_elements() != 0) {
+    reject("a TMA box lands dense: a TMA stage has no row padding",
+           absl::StrCat("'", buf.name(), "' pads each row by ", rep.padding_elements(),
+                        " elements; the box writes rows back to back"),
+           "drop padding_elements and spread banks with a swizzle mode instead");
+    return;
+  }
+  auto ti = g.tensors.find(copy.src());
+  ++checks;
+  if (ti != g.tensors.end() && ti->second->representation().kind() != ir::Representation::ROW_MAJOR)
+    reject("a TMA tile box keeps the source's orientation: the source is ROW_MAJOR",
+           absl::StrCat("source '", copy.src(), "' is ",
+                        ir::Representation::Kind_Name(ti->second->representation().kind())),
+           "transpose the source or use a transposing matrix load");
+  if (buf.shape().dims_size() != 2) return;
+  const int bits = DTypeBits(buf.dtype());
+  const int64_t rows = ConstDim(buf.shape().dims(0)).value_or(0);
+  const int64_t inner = ConstDim(buf.shape().dims(1)).value_or(0);
+  const int64_t row_bytes = inner * bits / 8;
+  ++checks;
+  if (rows > 256 || inner > 256)
+    reject("a TMA box has at most 256 elements per dimension",
+           absl::StrCat("'", buf.name(), "' is ", rows, " x ", inner),
+           "split the stage into boxes of at most 256 rows");
+  ++checks;
+  if (row_bytes % 16 != 0)
+    reject("a TMA box row is a multiple of 16 bytes", absl::StrCat("row = ", row_bytes, " bytes"),
+           "widen the k extent of the stage");
+  const int span = rep.kind() == ir::Representation::SWIZZLE_32B    ? 32
+                   : rep.kind() == ir::Representation::SWIZZLE_64B  ? 64
+                   : rep.kind() == ir::Representation::SWIZZLE_128B ? 128
+                                                                    : 0;
+  ++checks;
+  if (span != 0 && row_bytes > span)
+    reject(absl::StrCat("a ", ir::Representation::Kind_Name(rep.kind()),
+                        " box row is at most the swizzle span (", span, " bytes)"),
+           absl::StrCat("row = ", row_bytes, " bytes"), "use the swizzle mode of the row width");
+  ++checks;
+  if (buf.alignment_bytes() < 128)
+    reject("a TMA shared destination is 128-byte aligned",
+           absl::StrCat("'", buf.name(), "' declares ", buf.alignment_bytes(), " bytes"),
+           "declare alignment_bytes: 128");
+}
+
+// One generation of a pipeline, seen from the produce region that fills it: every ring buffer
+// of the pipeline is written exactly once. For TMA the full barrier's transaction bytes are the
+// whole stage, so a missing write is a barrier that never completes (delivered < expected) and
+// a second write overruns it; for cp.async a missing write is a stale slot read as new.
+void CheckGeneration(const KernelGraph& g, const ir::Pipeline& p, const OpNode& fill,
+                     DiagnosticSink& sink, CheckCounter& checks) {
+  std::vector<std::pair<std::string, const OpNode*>> writes;
+  for (const OpNode* c : fill.children) CollectSharedWrites(*c, writes);
+  std::map<std::string, std::vector<const OpNode*>> by_buffer;
+  int64_t delivered = 0;
+  for (const auto& [buf, op] : writes) {
+    auto bi = g.buffers.find(buf);
+    if (bi == g.buffers.end() || bi->second->pipeline() != p.name()) continue;
+    by_buffer[buf].push_back(op);
+    if (op->op->has_copy() && op->op->copy().transfer() == ir::TMA)
+      delivered += BufferStageBytes(*bi->second);
+  }
+  int64_t expected = 0;
+  std::vector<std::string> ring, missing;
+  for (const auto& [name, buf] : g.buffers) {
+    if (buf->pipeline() != p.name()) continue;
+    expected += BufferStageBytes(*buf);
+    ring.push_back(absl::StrCat(name, " ", BufferStageBytes(*buf), " B"));
+    const auto& w = by_buffer[name];
+    ++checks;
+    if (w.empty()) {
+      missing.push_back(name);
+      if (p.transfer() != ir::TMA)
+        sink.Error(report::DIAG_PIPE_STAGE_UNFILLED)
+            .Op(fill.op->id())
+            .Path(fill.path)
+            .Resource(absl::StrCat(p.name(), ".", name))
+            .Role(fill.role)
+            .Condition("each generation writes every ring buffer of its pipeline")
+            .Evidence(absl::StrCat("produce '", fill.op->id(), "' writes no '", name,
+                                   "'; its consumer would read the slot's previous contents"))
+            .Repair(absl::StrCat("copy into '", name, "' inside '", fill.op->id(), "'"))
+            .Message("a pipeline stage is read but never filled in this generation");
+    }
+    ++checks;
+    if (w.size() > 1)
+      sink.Error(report::DIAG_PIPE_STAGE_DOUBLE_FILL)
+          .Op(w[1]->op->id())
+          .Path(w[1]->path)
+          .Resource(absl::StrCat(p.name(), ".", name))
+          .Role(fill.role)
+          .Condition("one write per ring buffer per generation")
+          .Evidence(absl::StrCat("'", w[0]->op->id(), "' and '", w[1]->op->id(), "' both write '",
+                                 name, "' in produce '", fill.op->id(), "'"))
+          .Repair("keep one copy per stage buffer; give a second tile its own buffer")
+          .Message("two copies fill one pipeline stage");
+  }
+  ++checks;
+  if (p.transfer() == ir::TMA && delivered != expected)
+    sink.Error(report::DIAG_PIPE_TX_MISMATCH)
+        .Op(fill.op->id())
+        .Path(fill.path)
+        .Resource(p.name())
+        .Role(fill.role)
+        .Condition(
+            "the full barrier's transaction bytes equal the bytes the stage's TMA copies "
+            "deliver")
+        .Evidence(absl::StrCat(
+            "expected ", expected, " B (", absl::StrJoin(ring, " + "), "); TMA copies in '",
+            fill.op->id(), "' deliver ", delivered, " B",
+            missing.empty() ? "" : absl::StrCat("; unfilled: ", absl::StrJoin(missing, ", "))))
+        .Repair("fill every ring buffer exactly once with a TMA copy")
+        .Message(delivered < expected ? "the stage's barrier would never complete"
+                                      : "the copies overrun the stage's transaction count");
+}
+
+// Barrier participation: the empty barrier counts every consumer thread's release and the full
+// barrier one producer arrival per generation, so produce and consume (and the release inside it)
+// run on every thread of their role. Under a per-warp or per-thread branch the counts cannot be
+// met; under a CTA-uniform branch they are met only if the pipeline's partner regions take the same
+// branch, which this analysis does not track (unknown, not pass).
+void CheckParticipation(const OpNode& n, const std::string& pipeline, DiagnosticSink& sink,
+                        CheckCounter& checks) {
+  const OpNode* branch = EnclosingBranch(n);
+  ++checks;
+  if (branch == nullptr) return;
+  const ir::Uniformity u = branch->op->if_uniform().uniformity();
+  const char* what = n.op->has_produce() ? "produce" : "consume";
+  if (u == ir::UNIFORM_WARP || u == ir::NON_UNIFORM)
+    sink.Error(report::DIAG_PIPE_ARRIVAL_MISMATCH)
+        .Op(n.op->id())
+        .Path(n.path)
+        .Resource(pipeline)
+        .Role(n.role)
+        .Condition(absl::StrCat(what,
+                                " runs on every thread of its role: the barrier's arrival "
+                                "count is derived from the role's warps"))
+        .Evidence(absl::StrCat("'", n.op->id(), "' sits under '", branch->op->id(), "' (",
+                               ir::Uniformity_Name(u), ")"))
+        .Repair("hoist the pipeline operation out of the branch")
+        .Message("some threads of the role skip a pipeline barrier");
+  else
+    sink.Unknown(report::DIAG_PIPE_ARRIVAL_MISMATCH)
+        .Op(n.op->id())
+        .Path(n.path)
+        .Resource(pipeline)
+        .Role(n.role)
+        .Condition(absl::StrCat(what, " and its partner regions take the same branches"))
+        .Evidence(absl::StrCat("'", n.op->id(), "' sits under '", branch->op->id(),
+                               "'; the analysis does not relate branch conditions across roles"))
+        .Repair("hoist the pipeline operation out of the branch")
+        .Message("pipeline barrier participation under a branch is not analyzed");
+}
+
 void CheckPipelines(const KernelGraph& g, DiagnosticSink& sink, CheckCounter& checks) {
   std::map<std::string, std::vector<const OpNode*>> produces, consumes;
   for (const auto& np : g.nodes) {
@@ -172,6 +370,8 @@ void CheckPipelines(const KernelGraph& g, DiagnosticSink& sink, CheckCounter& ch
     const std::set<std::string> producers(p.producers().begin(), p.producers().end());
     const std::set<std::string> consumers(p.consumers().begin(), p.consumers().end());
     for (const OpNode* n : prod) {
+      CheckGeneration(g, p, *n, sink, checks);
+      CheckParticipation(*n, p.name(), sink, checks);
       ++checks;
       if (!producers.count(n->role))
         sink.Error(report::DIAG_PIPE_ROLE_NOT_PRODUCER)
@@ -194,6 +394,7 @@ void CheckPipelines(const KernelGraph& g, DiagnosticSink& sink, CheckCounter& ch
             .Condition(absl::StrCat("consume runs in a consumer role of '", p.name(),
                                     "': ", absl::StrJoin(p.consumers(), ", ")))
             .Message(absl::StrCat("role '", n->role, "' does not consume '", p.name(), "'"));
+      CheckParticipation(*n, p.name(), sink, checks);
       // Generation ownership: the release comes after the final read of the stage's storage.
       int release_at = -1;
       for (size_t i = 0; i < n->children.size(); ++i)
@@ -273,6 +474,8 @@ void CheckPipelines(const KernelGraph& g, DiagnosticSink& sink, CheckCounter& ch
             .Evidence(absl::StrCat("copy uses ", ir::Transfer_Name(op.copy().transfer())))
             .Repair("async-group waits and transaction-barrier waits are not interchangeable")
             .Message("copy completion mechanism differs from the pipeline's");
+      if (op.has_copy() && op.copy().transfer() == ir::TMA)
+        CheckTmaStage(g, *np, *bi->second, sink, checks);
     }
     for (const std::string& buf : SharedReads(op)) {
       auto bi = g.buffers.find(buf);

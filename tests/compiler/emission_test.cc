@@ -3,6 +3,7 @@
 // different source.
 #include <gtest/gtest.h>
 
+#include <regex>
 #include <set>
 
 #include "compiler/compiler.h"
@@ -77,6 +78,72 @@ TEST(Emission, RejectedScheduleEmitsNothing) {
   auto r = compiler::Emit(parsed, **compiler::TargetByName("sm_120f"));
   EXPECT_FALSE(r.source.has_value());
   EXPECT_EQ(r.analysis.verdict(), report::REJECTED);
+}
+
+TEST(Emission, EveryFamilyPointIsDeterministicAndDistinct) {
+  std::set<std::string> sources;
+  const auto family = workloads::gemm_bf16::WarpGemmFamily();
+  for (const auto& p : family) {
+    compiler::ParsedModule m;
+    m.module = workloads::gemm_bf16::MakeWarpGemm(p);
+    const std::string first = EmitText(m);
+    EXPECT_EQ(EmitText(m), first) << p.Describe();
+    sources.insert(first);
+  }
+  EXPECT_EQ(sources.size(), family.size());
+}
+
+// The consume of a TMA family point with its release moved to `release_at` (0..3).
+compiler::ParsedModule TmaWithReleaseAt(int release_at) {
+  workloads::gemm_bf16::WarpGemmParams p;
+  p.tile_k = 64, p.smem = ir::Representation::SWIZZLE_128B, p.padding = 0, p.transfer = ir::TMA;
+  compiler::ParsedModule m;
+  m.module = workloads::gemm_bf16::MakeWarpGemm(p);
+  ir::Operation* consume = nullptr;
+  std::vector<ir::Operation*> stack;
+  for (auto& op : *m.module.mutable_kernels(0)->mutable_ops()) stack.push_back(&op);
+  while (!stack.empty() && consume == nullptr) {
+    ir::Operation* op = stack.back();
+    stack.pop_back();
+    if (op->has_consume()) consume = op;
+    for (auto& child : *op->mutable_body()) stack.push_back(&child);
+  }
+  EXPECT_NE(consume, nullptr);
+  EXPECT_TRUE(consume->body(3).has_release());
+  for (int i = 3; i > release_at; --i) consume->mutable_body()->SwapElements(i, i - 1);
+  return m;
+}
+
+TEST(Emission, ReleaseBeforeTheLastReadIsRejectedAndOnlyUncheckedLowersIt) {
+  const auto sm90 = *compiler::TargetByName("sm_90");
+  const compiler::ParsedModule early = TmaWithReleaseAt(1);  // load_a, release, load_b, mma
+  auto checked = compiler::Emit(early, *sm90);
+  EXPECT_FALSE(checked.source.has_value());
+  bool diagnosed = false;
+  for (const auto& d : checked.analysis.diagnostics())
+    diagnosed |= d.id() == report::DIAG_PIPE_REUSE_BEFORE_RELEASE;
+  EXPECT_TRUE(diagnosed);
+
+  compiler::AnalyzeOptions unchecked;
+  unchecked.unchecked_passes = {"pipelines"};
+  auto forced = compiler::Emit(early, *sm90, unchecked);
+  ASSERT_TRUE(forced.source.has_value());
+  EXPECT_NE(forced.source->text.find("if (ks == 0) {"), std::string::npos)
+      << "the early release is not lowered where the schedule puts it";
+  for (const auto& pass : forced.analysis.passes()) {
+    if (pass.pass() == "pipelines") {
+      EXPECT_EQ(pass.verdict(), report::VERDICT_UNSPECIFIED);
+    }
+  }
+
+  // A release after both loads (before the mma, which reads registers) is legal and lowers to
+  // the same code as a release last.
+  const std::string last = EmitText(TmaWithReleaseAt(3), "sm_90");
+  const std::string after_loads = EmitText(TmaWithReleaseAt(2), "sm_90");
+  EXPECT_EQ(last.find("if (ks == 0) {"), std::string::npos);
+  // Equal but for the schedule hash (header and kernel name).
+  static const std::regex kHash("[0-9a-f]{12,64}");
+  EXPECT_EQ(std::regex_replace(after_loads, kHash, "H"), std::regex_replace(last, kHash, "H"));
 }
 
 }  // namespace

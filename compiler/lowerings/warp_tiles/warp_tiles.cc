@@ -145,12 +145,19 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
   if (abuf == nullptr || bbuf == nullptr)
     return Unsupported(lowering, "one A copy and one B copy required");
 
-  // Consume: two matrix loads, one mma, release.
-  if (consume->children.size() != 4 || !consume->children[3]->op->has_release())
+  // Consume: two matrix loads, one mma, release (last; earlier only with the pipeline rules
+  // unchecked, and only for TMA, where the lowering can place the arrive at the first k step).
+  if (consume->children.size() != 4)
     return Unsupported(lowering, "consume must hold two matrix loads, an mma and a release");
-  for (int i = 0; i < 3; ++i) {
+  int release_at = -1, last_read_at = -1;
+  for (int i = 0; i < 4; ++i) {
     const ir::Operation& op = *consume->children[i]->op;
-    if (op.has_matrix_load()) {
+    if (op.has_release()) {
+      if (!t.op_release.empty()) return Unsupported(lowering, "consume holds two releases");
+      t.op_release = op.id();
+      release_at = i;
+    } else if (op.has_matrix_load()) {
+      last_read_at = i;
       const ir::MatrixLoad& ml = op.matrix_load();
       if (ml.operand() == ir::OPERAND_A) {
         if (ml.form() != ir::LDMATRIX_X4 || ml.src() != abuf->name())
@@ -169,9 +176,12 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
       return Unsupported(lowering, "unexpected operation in consume");
     }
   }
-  t.op_release = consume->children[3]->op->id();
-  if (t.op_load_a.empty() || t.op_load_b.empty() || t.op_mma.empty())
-    return Unsupported(lowering, "consume needs an A load, a B load and an mma");
+  if (t.op_load_a.empty() || t.op_load_b.empty() || t.op_mma.empty() || t.op_release.empty())
+    return Unsupported(lowering, "consume needs an A load, a B load, an mma and a release");
+  t.release_early = release_at < last_read_at;  // a release after the loads reads registers only
+  if (t.release_early && t.transfer != ir::TMA)
+    return Unsupported(lowering,
+                       "a release before the consume's last read is lowered for TMA only");
   if (t.b_load_x4 && (t.tile_n / t.warps_n / 8) % 2 != 0)
     return Unsupported(lowering, "LDMATRIX_X4 for B needs an even number of n8 tiles per warp");
 
@@ -276,9 +286,10 @@ report::LaunchSpec::Arg TmaLaunchArg(const WarpTiles& t, const std::string& tens
 }
 
 std::vector<std::string> WarpMainloopInstructions() {
-  return {"cp.async.cg.16",           "cp.async.bulk.tensor.2d", "mbarrier.init",
-          "mbarrier.try_wait.parity", "ldmatrix.m8n8.x4.b16",    "ldmatrix.m8n8.x2.b16",
-          "mma.m16n8k16.bf16.f32"};
+  return {"cp.async.cg.16",       "cp.async.bulk.tensor.2d",   "mbarrier.init",
+          "fence.mbarrier_init",  "mbarrier.arrive.expect_tx", "mbarrier.try_wait.parity",
+          "mbarrier.arrive",      "fence.proxy.async",         "ldmatrix.m8n8.x4.b16",
+          "ldmatrix.m8n8.x2.b16", "mma.m16n8k16.bf16.f32"};
 }
 
 std::vector<LoweredKernel::Form> WarpMainloopForms(const WarpTiles& t) {
@@ -559,6 +570,23 @@ void EmitFragmentSteps(const WarpTiles& t, SourceWriter& w) {
   w.Line("");
 }
 
+// Release of slot `stage`: every thread arrives on empty[stage] (release semantics: its reads
+// of the slot are performed first); thread 0 acquires the slot once all have arrived, orders the
+// generic-proxy reads before the async-proxy writes, and refills it with tile kt + kStages.
+void EmitTmaRelease(const WarpTiles& t, SourceWriter& w) {
+  w.Begin(t.op_release);
+  Lines(
+      w,
+      R"cuda(        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(empty_bar + stage * 8)
+                     : "memory");)cuda");
+  w.End(t.op_release);
+  Lines(w, R"cuda(        if (tid == 0 && kt + kStages < k_tiles) {
+          WaitStage(empty_bar + stage * 8, (kt / kStages) & 1);  // every thread has read it
+          asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+          produce(stage, kt + kStages);
+        })cuda");
+}
+
 // The TMA protocol. Slot s has two mbarriers: full[s] (arrival count 1, the producer's
 // arrive.expect_tx, plus both boxes' transaction bytes) and empty[s] (one arrival per thread).
 // Generation g of slot s holds tile s + g * S: it is Ready when full[s] completes its phase of
@@ -596,22 +624,20 @@ void EmitTmaKLoop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& 
   for (int kt = 0; kt < k_tiles; ++kt) {
     const int stage = kt % kStages;
 #pragma unroll
-    for (int ks = 0; ks < kTileK / 16; ++ks) {
-      if (ks + 1 < kTileK / 16) {
+    for (int ks = 0; ks < kTileK / 16; ++ks) {)cuda");
+  if (t.release_early) {
+    // The schedule releases the generation before its last read (only reachable with the
+    // pipeline rules unchecked): the slot is handed back at the tile's first k step.
+    w.Line("      if (ks == 0) {");
+    EmitTmaRelease(t, w);
+    w.Line("      }");
+  }
+  Lines(w, R"cuda(      if (ks + 1 < kTileK / 16) {
         load_frags((ks + 1) & 1, stage, ks + 1);
       } else {)cuda");
   for (const std::string& line : terms.after_consume) w.Line("  " + line);
-  w.Begin(t.op_release);
-  Lines(w, R"cuda(        // This thread has issued its last read of slot `stage`.
-        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(empty_bar + stage * 8)
-                     : "memory");)cuda");
-  w.End(t.op_release);
-  Lines(w, R"cuda(        if (tid == 0 && kt + kStages < k_tiles) {
-          WaitStage(empty_bar + stage * 8, (kt / kStages) & 1);  // every thread has read it
-          asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-          produce(stage, kt + kStages);
-        }
-        if (kt + 1 < k_tiles) {
+  if (!t.release_early) EmitTmaRelease(t, w);
+  Lines(w, R"cuda(        if (kt + 1 < k_tiles) {
           const int next = (kt + 1) % kStages;
           WaitStage(full_bar + next * 8, ((kt + 1) / kStages) & 1);
           load_frags(0, next, 0);

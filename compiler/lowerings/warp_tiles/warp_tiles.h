@@ -37,6 +37,10 @@ struct WarpTiles {
   int a_padding = 0, b_padding = 0;
   bool b_load_x4 = true;  // LDMATRIX_X4 (pairs of n8 tiles) vs LDMATRIX_X2
   bool mask_mk = true;    // zero-fill A/B tails
+  // The consume's release precedes a read of the stage. The pipeline verifier rejects that
+  // (DIAG_PIPE_REUSE_BEFORE_RELEASE); lowering honours it only so the rule can be shown to
+  // matter on a GPU with the check switched off.
+  bool release_early = false;
   SharedPlan shared;
   int64_t a_offset = 0, b_offset = 0;
   int64_t a_stage_bytes = 0, b_stage_bytes = 0;
