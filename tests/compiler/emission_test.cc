@@ -146,5 +146,20 @@ TEST(Emission, ReleaseBeforeTheLastReadIsRejectedAndOnlyUncheckedLowersIt) {
   EXPECT_EQ(std::regex_replace(after_loads, kHash, "H"), std::regex_replace(last, kHash, "H"));
 }
 
+TEST(Emission, MayAliasForbidsRestrict) {
+  compiler::ParsedModule m;
+  m.module = workloads::gemm_bf16::MakeWarpGemm({});
+  const std::string plain = EmitText(m);
+  EXPECT_NE(plain.find("__nv_bfloat16* __restrict__ C"), std::string::npos);
+  EXPECT_NE(plain.find("__nv_bfloat16* __restrict__ A"), std::string::npos);
+  for (auto& t : *m.module.mutable_kernels(0)->mutable_tensors())
+    if (t.name() == "C") t.add_may_alias("A");
+  const std::string aliased = EmitText(m);
+  EXPECT_EQ(aliased.find("__restrict__ C"), std::string::npos);
+  EXPECT_EQ(aliased.find("__restrict__ A"), std::string::npos);
+  EXPECT_NE(aliased.find("__nv_bfloat16* __restrict__ B"), std::string::npos)
+      << "B overlaps nothing";
+}
+
 }  // namespace
 }  // namespace cake

@@ -142,10 +142,11 @@ LoweredKernel Emit(const ArgminPlan& p, const TargetInfo& target, const std::str
   w.Line("");
   w.Line(absl::StrCat("extern \"C\" __global__ void __launch_bounds__(kThreads) ",
                       out.kernel_symbol, "("));
-  w.Line(absl::StrCat("    const __nv_bfloat16* __restrict__ ", p.a,
-                      ", const __nv_bfloat16* __restrict__ ", p.b, ","));
-  w.Line(absl::StrCat("    int* __restrict__ ", p.idx, ", float* __restrict__ ", p.dist, ", int ",
-                      p.batch, ", int ", p.n, ", int ", p.k, ", int ", p.d, ") {"));
+  w.Line(absl::StrCat("    const __nv_bfloat16* ", RestrictQualifier(p, p.a), p.a,
+                      ", const __nv_bfloat16* ", RestrictQualifier(p, p.b), p.b, ","));
+  w.Line(absl::StrCat("    int* ", RestrictQualifier(p, p.idx), p.idx, ", float* ",
+                      RestrictQualifier(p, p.dist), p.dist, ", int ", p.batch, ", int ", p.n,
+                      ", int ", p.k, ", int ", p.d, ") {"));
   w.Begin(p.op_role);
   w.Line("  extern __shared__ __align__(128) unsigned char smem[];");
   w.Line("  __shared__ float column_norm[kTileN], row_norm[kTileM];");

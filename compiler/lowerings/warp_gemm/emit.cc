@@ -34,10 +34,10 @@ LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
     w.Line(absl::StrCat("    const __grid_constant__ TensorMap tmap_", p.a,
                         ", const __grid_constant__ TensorMap tmap_", p.b, ","));
   else
-    w.Line(absl::StrCat("    const __nv_bfloat16* __restrict__ ", p.a,
-                        ", const __nv_bfloat16* __restrict__ ", p.b, ","));
-  w.Line(absl::StrCat("    ", out_t, "* __restrict__ ", p.c, ", int ", p.m, ", int ", p.n, ", int ",
-                      p.k, ") {"));
+    w.Line(absl::StrCat("    const __nv_bfloat16* ", RestrictQualifier(p, p.a), p.a,
+                        ", const __nv_bfloat16* ", RestrictQualifier(p, p.b), p.b, ","));
+  w.Line(absl::StrCat("    ", out_t, "* ", RestrictQualifier(p, p.c), p.c, ", int ", p.m, ", int ",
+                      p.n, ", int ", p.k, ") {"));
   w.Begin(p.op_role);
   w.Line(
       absl::StrCat("  extern __shared__ __align__(", tma ? 1024 : 128, ") unsigned char smem[];"));

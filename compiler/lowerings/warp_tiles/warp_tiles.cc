@@ -92,6 +92,12 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
       instr.b() != ir::BF16 || instr.accumulator() != ir::F32 || instr.has_block_scale())
     return Unsupported(lowering, "only mma.sync m16n8k16 BF16 x BF16 -> F32 is lowered");
 
+  for (const ir::TensorParam& tp : k.tensors())
+    for (const std::string& other : tp.may_alias()) {
+      t.may_alias.insert(tp.name());
+      t.may_alias.insert(other);
+    }
+
   // Accumulator.
   if (k.accumulators_size() != 1)
     return Unsupported(lowering, "exactly one accumulator is required");
@@ -283,6 +289,10 @@ report::LaunchSpec::Arg TmaLaunchArg(const WarpTiles& t, const std::string& tens
   a.set_element_bytes(2);
   a.set_swizzle_bytes(t.tile_k * 2);
   return a;
+}
+
+std::string RestrictQualifier(const WarpTiles& t, const std::string& tensor) {
+  return t.may_alias.count(tensor) ? "" : "__restrict__ ";
 }
 
 std::vector<std::string> WarpMainloopInstructions() {

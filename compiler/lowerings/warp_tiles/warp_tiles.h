@@ -9,6 +9,7 @@
 // The epilogue and the tensors' shapes are each lowering's own. Pure; thread-compatible.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,9 @@ struct WarpTiles {
   // (DIAG_PIPE_REUSE_BEFORE_RELEASE); lowering honours it only so the rule can be shown to
   // matter on a GPU with the check switched off.
   bool release_early = false;
+  // Tensors declared to overlap another (may_alias, either side): their pointers are emitted
+  // without __restrict__, which would promise the compiler that they do not.
+  std::set<std::string> may_alias;
   SharedPlan shared;
   int64_t a_offset = 0, b_offset = 0;
   int64_t a_stage_bytes = 0, b_stage_bytes = 0;
@@ -49,6 +53,9 @@ struct WarpTiles {
       op_load_b, op_mma, op_release;
   const OpNode* epilogue = nullptr;  // the tile loop's operation after for_k_tiles
 };
+
+// "__restrict__ " for a tensor no other tensor of the kernel may alias, else "".
+std::string RestrictQualifier(const WarpTiles& t, const std::string& tensor);
 
 // Unimplemented, prefixed "`lowering` lowering: ", when the kernel is not shaped as above.
 absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGraph& g,
