@@ -62,6 +62,16 @@ int EstimateRegistersPerThread(const KernelGraph& g) {
 void RunResourcePass(const PassContext& ctx, DiagnosticSink& sink, CheckCounter& checks) {
   for (const auto& gp : ctx.graphs) {
     const KernelGraph& g = *gp;
+    const int cluster = g.kernel->launch().cluster_size();
+    ++checks;
+    if (cluster < 0 || cluster > ctx.target->max_cluster_size)
+      sink.Error(report::DIAG_LAUNCH_SHAPE_INVALID)
+          .Path(absl::StrCat(g.path, ".launch"))
+          .Condition(absl::StrCat("0 <= cluster_size <= ", ctx.target->max_cluster_size, " on ",
+                                  ctx.target->name))
+          .Evidence(absl::StrCat("cluster_size = ", cluster))
+          .Repair("use a cluster of at most the target's portable size, or none")
+          .Message("thread block cluster size is outside the target's limit");
     const SharedPlan plan = PlanShared(g);
     ++checks;
     if (plan.total_bytes > ctx.target->shared_per_block_optin) {

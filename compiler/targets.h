@@ -36,6 +36,9 @@ struct TargetInfo {
   int max_threads_per_cta;
   // Which execution witness this project can produce for objects of this target.
   absl::string_view witness;
+  // Largest thread block cluster a launch may request: the portable limit of 8 (CUDA
+  // programming guide, compute capability 9.0 and later).
+  int max_cluster_size = 8;
 };
 
 std::span<const TargetInfo> AllTargets();

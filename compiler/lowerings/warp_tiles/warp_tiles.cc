@@ -80,6 +80,9 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
   auto ri = g.roles.find(role->op->role_region().role());
   if (ri == g.roles.end()) return Unsupported(lowering, "unknown role");
   t.threads = k.launch().threads_per_cta();
+  // A kernel lowered without its declared cluster would run, but not as the schedule says.
+  if (k.launch().cluster_size() > 1)
+    return Unsupported(lowering, "thread block clusters are not lowered (cluster_size > 1)");
   if (ri->second->warps_size() * 32 != t.threads)
     return Unsupported(lowering, "a single role owning every warp is required");
   if (ri->second->register_budget() != 0)
