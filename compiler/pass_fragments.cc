@@ -8,24 +8,6 @@
 namespace cake::compiler {
 namespace {
 
-bool IsRowMajorFamily(ir::Representation::Kind k) {
-  return k == ir::Representation::ROW_MAJOR || k == ir::Representation::SWIZZLE_32B ||
-         k == ir::Representation::SWIZZLE_64B || k == ir::Representation::SWIZZLE_128B;
-}
-
-int SwizzleBytes(ir::Representation::Kind k) {
-  switch (k) {
-    case ir::Representation::SWIZZLE_32B:
-      return 32;
-    case ir::Representation::SWIZZLE_64B:
-      return 64;
-    case ir::Representation::SWIZZLE_128B:
-      return 128;
-    default:
-      return 0;
-  }
-}
-
 void CheckMatrixLoad(const KernelGraph& g, const OpNode& n, DiagnosticSink& sink,
                      CheckCounter& checks) {
   const ir::MatrixLoad& ml = n.op->matrix_load();

@@ -176,10 +176,7 @@ void CheckTmaStage(const KernelGraph& g, const OpNode& n, const ir::Buffer& buf,
         .Repair(repair)
         .Message("a TMA box cannot land in this stage layout");
   };
-  const bool row_major_family = rep.kind() == ir::Representation::ROW_MAJOR ||
-                                rep.kind() == ir::Representation::SWIZZLE_32B ||
-                                rep.kind() == ir::Representation::SWIZZLE_64B ||
-                                rep.kind() == ir::Representation::SWIZZLE_128B;
+  const bool row_major_family = IsRowMajorFamily(rep.kind());
   ++checks;
   if (!row_major_family) {
     reject("a TMA stage is ROW_MAJOR or SWIZZLE_32B/64B/128B",
@@ -216,10 +213,7 @@ void CheckTmaStage(const KernelGraph& g, const OpNode& n, const ir::Buffer& buf,
   if (row_bytes % 16 != 0)
     reject("a TMA box row is a multiple of 16 bytes", absl::StrCat("row = ", row_bytes, " bytes"),
            "widen the k extent of the stage");
-  const int span = rep.kind() == ir::Representation::SWIZZLE_32B    ? 32
-                   : rep.kind() == ir::Representation::SWIZZLE_64B  ? 64
-                   : rep.kind() == ir::Representation::SWIZZLE_128B ? 128
-                                                                    : 0;
+  const int span = SwizzleBytes(rep.kind());
   ++checks;
   if (span != 0 && row_bytes > span)
     reject(absl::StrCat("a ", ir::Representation::Kind_Name(rep.kind()),

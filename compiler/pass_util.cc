@@ -49,6 +49,24 @@ std::string DimText(const ir::Dim& d) {
   return d.symbol();
 }
 
+bool IsRowMajorFamily(ir::Representation::Kind k) {
+  return k == ir::Representation::ROW_MAJOR || k == ir::Representation::SWIZZLE_32B ||
+         k == ir::Representation::SWIZZLE_64B || k == ir::Representation::SWIZZLE_128B;
+}
+
+int SwizzleBytes(ir::Representation::Kind k) {
+  switch (k) {
+    case ir::Representation::SWIZZLE_32B:
+      return 32;
+    case ir::Representation::SWIZZLE_64B:
+      return 64;
+    case ir::Representation::SWIZZLE_128B:
+      return 128;
+    default:
+      return 0;
+  }
+}
+
 int64_t BufferStageBytes(const ir::Buffer& b) {
   const int bits = DTypeBits(b.dtype());
   int64_t elems = 1;

@@ -54,6 +54,10 @@ std::optional<int64_t> ConstDim(const ir::Dim& d);
 int64_t KnownMultiple(const KernelGraph& g, const ir::Dim& d);
 std::string DimText(const ir::Dim& d);
 
+// Row-major rows, plain or in one of TMA's swizzle modes.
+bool IsRowMajorFamily(ir::Representation::Kind k);
+// The swizzle span in bytes (32/64/128), 0 for an unswizzled representation.
+int SwizzleBytes(ir::Representation::Kind k);
 // Derived shared-memory bytes of one stage of a buffer (rows x padded row bytes).
 int64_t BufferStageBytes(const ir::Buffer& b);
 // Stages a buffer occupies (its pipeline's stage count, or 1).
