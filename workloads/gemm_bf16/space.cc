@@ -233,4 +233,18 @@ std::vector<WarpGemmParams> WarpGemmFamily() {
   return out;
 }
 
+std::vector<WarpGemmParams> WarpGemmSm90OnlyPoints() {
+  std::vector<WarpGemmParams> out;
+  using R = ir::Representation;
+  auto tma = [&](int tm, int tn, int tk, int wm, int wn, int stages) {
+    AddPoint(out, tm, tn, tk, wm, wn, stages, R::SWIZZLE_128B, ir::TMA);
+  };
+  tma(128, 256, 64, 2, 4, 3);  // 144 KiB ring
+  tma(128, 256, 64, 2, 4, 4);  // 192 KiB
+  tma(256, 128, 64, 4, 2, 3);
+  tma(256, 128, 64, 4, 2, 4);
+  tma(128, 128, 64, 2, 2, 4);  // 128 KiB: one CTA per SM
+  return out;
+}
+
 }  // namespace cake::workloads::gemm_bf16

@@ -36,4 +36,10 @@ std::vector<WarpGemmParams> WarpGemmCandidates();
 // tiles (large shapes) and short CTA tiles (skinny M), each legal by construction.
 std::vector<WarpGemmParams> WarpGemmFamily();
 
+// Points whose rings need more shared memory than SM120's 101,376 B per block: they lower for
+// sm_90 (232,448 B) only, and the verifier rejects them for sm_120f naming the buffers. They
+// measure what deeper rings and wider CTA tiles buy where the memory allows; they are not part
+// of the family that lowers for both targets.
+std::vector<WarpGemmParams> WarpGemmSm90OnlyPoints();
+
 }  // namespace cake::workloads::gemm_bf16

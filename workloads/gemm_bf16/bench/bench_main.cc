@@ -173,16 +173,20 @@ struct Candidate {
   std::unique_ptr<gq::Kernel> kernel;
 };
 
-// The family's points whose description contains `only` (all of them when it is empty).
+// The family's points, then the points that fit sm_90's shared memory only (marked so in every
+// row that names them), whose description contains `only` (all of them when it is empty).
 std::vector<Candidate> FamilyCandidates(const std::string& only) {
   std::vector<Candidate> out;
-  for (const gemm::WarpGemmParams& p : gemm::WarpGemmFamily()) {
-    if (!only.empty() && !absl::StrContains(p.Describe(), only)) continue;
+  auto add = [&](const gemm::WarpGemmParams& p, const char* mark) {
+    std::string describe = absl::StrCat(p.Describe(), mark);
+    if (!only.empty() && !absl::StrContains(describe, only)) return;
     Candidate c;
     c.params = p;
-    c.describe = p.Describe();
+    c.describe = std::move(describe);
     out.push_back(std::move(c));
-  }
+  };
+  for (const gemm::WarpGemmParams& p : gemm::WarpGemmFamily()) add(p, "");
+  for (const gemm::WarpGemmParams& p : gemm::WarpGemmSm90OnlyPoints()) add(p, " sm90-only");
   return out;
 }
 
@@ -311,11 +315,11 @@ int main(int argc, char** argv) {
     for (const Candidate& c : cands) {
       if (!c.status.ok()) {
         ++failed;
-        std::printf("%-36s %s\n", c.describe.c_str(), std::string(c.status.message()).c_str());
+        std::printf("%-46s %s\n", c.describe.c_str(), std::string(c.status.message()).c_str());
         continue;
       }
       const auto& r = c.receipt.resources();
-      std::printf("%-36s registers %3d  spill stores %lld B  shared %lld B\n", c.describe.c_str(),
+      std::printf("%-46s registers %3d  spill stores %lld B  shared %lld B\n", c.describe.c_str(),
                   r.registers(), static_cast<long long>(r.spill_store_bytes()),
                   static_cast<long long>(r.shared_dynamic_bytes()));
     }
@@ -399,7 +403,7 @@ int main(int argc, char** argv) {
                       {"shared_bytes", c.receipt.resources().shared_dynamic_bytes()},
                       {"status", c.status.ok() ? "ok" : std::string(c.status.message())}});
     if (!c.status.ok())
-      std::printf("  %-36s out: %s\n", c.describe.c_str(), std::string(c.status.message()).c_str());
+      std::printf("  %-46s out: %s\n", c.describe.c_str(), std::string(c.status.message()).c_str());
   }
   doc["family"] = family;
 
@@ -410,7 +414,7 @@ int main(int argc, char** argv) {
   json rows = json::array();
   double worst_row_peer = 1e9, headline_ceiling = 0, headline_peer = 0;
   std::string worst_row;
-  std::printf("\n%-16s %-36s %9s %9s %8s %8s\n", "shape", "best schedule", "TFLOP/s", "cuBLASLt",
+  std::printf("\n%-16s %-46s %9s %9s %8s %8s\n", "shape", "best schedule", "TFLOP/s", "cuBLASLt",
               "x ceil", "x peer");
   for (const Shape& shape : *shapes) {
     const size_t a_elems = size_t(shape.m) * shape.k, b_elems = size_t(shape.n) * shape.k,
@@ -516,7 +520,7 @@ int main(int argc, char** argv) {
       }
     }
     const double x_ceiling = best_tflops / ceiling->tflops, x_peer = best_tflops / peer_tflops;
-    std::printf("%-16s %-36s %9.1f %9.1f %8.3f %8.3f\n", shape.Name().c_str(),
+    std::printf("%-16s %-46s %9.1f %9.1f %8.3f %8.3f\n", shape.Name().c_str(),
                 best.empty() ? "(none agreed)" : best.c_str(), best_tflops, peer_tflops, x_ceiling,
                 x_peer);
     std::fflush(stdout);
