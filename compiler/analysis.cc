@@ -18,10 +18,15 @@ struct PassEntry {
 };
 
 constexpr PassEntry kPasses[] = {
-    {"construction", RunConstructionPass}, {"admission", RunAdmissionPass},
-    {"fragments", RunFragmentPass},        {"bounds_alignment", RunBoundsPass},
-    {"convergence", RunConvergencePass},   {"roles", RunRolePass},
-    {"pipelines", RunPipelinePass},        {"resources", RunResourcePass},
+    {"construction", RunConstructionPass},
+    {"admission", RunAdmissionPass},
+    {"fragments", RunFragmentPass},
+    {"bounds_alignment", RunBoundsPass},
+    {"memory_effects", RunMemoryEffectsPass},
+    {"convergence", RunConvergencePass},
+    {"roles", RunRolePass},
+    {"pipelines", RunPipelinePass},
+    {"resources", RunResourcePass},
     {"program", RunProgramPass},
 };
 

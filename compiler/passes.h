@@ -36,6 +36,7 @@ void RunConstructionPass(const PassContext&, DiagnosticSink&, CheckCounter&);
 void RunAdmissionPass(const PassContext&, DiagnosticSink&, CheckCounter&);
 void RunFragmentPass(const PassContext&, DiagnosticSink&, CheckCounter&);
 void RunBoundsPass(const PassContext&, DiagnosticSink&, CheckCounter&);
+void RunMemoryEffectsPass(const PassContext&, DiagnosticSink&, CheckCounter&);
 void RunConvergencePass(const PassContext&, DiagnosticSink&, CheckCounter&);
 void RunRolePass(const PassContext&, DiagnosticSink&, CheckCounter&);
 void RunPipelinePass(const PassContext&, DiagnosticSink&, CheckCounter&);

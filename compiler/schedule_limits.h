@@ -19,5 +19,8 @@ inline constexpr int kMaxOperations = 4096;
 inline constexpr int kMaxOpDepth = 16;
 // Diagnostics kept in one analysis report; the rest are counted in one truncation note.
 inline constexpr int kMaxDiagnostics = 200;
+// Split-K slices per output tile (work schedule k_slices): each slice is one CTA and one FP32
+// partial tile in the workspace.
+inline constexpr int kMaxKSlices = 64;
 
 }  // namespace cake::compiler

@@ -143,6 +143,47 @@ absl::StatusOr<CUtensorMap> Kernel::EncodeTensorMap(const report::LaunchSpec::Ar
   return map;
 }
 
+absl::StatusOr<CUdeviceptr> Kernel::Workspace(const report::LaunchSpec::Arg& a,
+                                              const KernelArgs& args, CUstream stream) const {
+  const std::string what = absl::StrCat("workspace '", a.name(), "'");
+  auto rows = Scalar(args, a.rows(), what);
+  if (!rows.ok()) return rows.status();
+  auto cols = Scalar(args, a.cols(), what);
+  if (!cols.ok()) return cols.status();
+  // Extents are the kernel's 32-bit scalars; the byte counts are the lowering's small constants.
+  constexpr int64_t kMaxExtent = int64_t{1} << 31, kMaxBytesPer = int64_t{1} << 12;
+  if (*rows < 0 || *cols < 0 || *rows >= kMaxExtent || *cols >= kMaxExtent || a.box_rows() <= 0 ||
+      a.box_cols() <= 0 || a.bytes_per_element() < 0 || a.bytes_per_tile() < 0 ||
+      a.bytes_per_element() > kMaxBytesPer || a.bytes_per_tile() > kMaxBytesPer)
+    return absl::InvalidArgumentError(absl::StrCat(what, ": extents ", *rows, " x ", *cols,
+                                                   " or its launch fields are out of range"));
+  // rows * cols < 2^62 and tiles <= rows * cols; the products below are checked against 2^62.
+  constexpr int64_t kMaxBytes = int64_t{1} << 62;
+  const int64_t cells = *rows * *cols;
+  const int64_t tiles =
+      ((*rows + a.box_rows() - 1) / a.box_rows()) * ((*cols + a.box_cols() - 1) / a.box_cols());
+  if ((a.bytes_per_element() > 0 && cells > kMaxBytes / 2 / a.bytes_per_element()) ||
+      (a.bytes_per_tile() > 0 && tiles > kMaxBytes / 2 / a.bytes_per_tile()))
+    return absl::InvalidArgumentError(absl::StrCat(what, " would exceed 2^62 bytes"));
+  const int64_t bytes = cells * a.bytes_per_element() + tiles * a.bytes_per_tile();
+  // A multiple of 4 for Fill32; at least 4 so an empty problem still binds a valid pointer.
+  const int64_t rounded = std::max<int64_t>((bytes + 3) / 4 * 4, 4);
+  const size_t need = static_cast<size_t>(rounded);
+  if (workspace_.has_value() && workspace_->bytes() >= need) return workspace_->ptr();
+  if (workspace_.has_value()) {
+    if (absl::Status s = d_.Check(d_.StreamSynchronize(stream), "cuStreamSynchronize"); !s.ok())
+      return s;
+    workspace_.reset();
+  }
+  auto buffer = DeviceBuffer::Allocate(d_, need);
+  if (!buffer.ok())
+    return absl::ResourceExhaustedError(
+        absl::StrCat(what, " of ", need, " bytes: ", buffer.status().message()));
+  if (absl::Status s = buffer->Fill32(0); !s.ok()) return s;
+  workspace_.emplace(*std::move(buffer));
+  return workspace_->ptr();
+}
+
 absl::Status Kernel::Launch(CUstream stream, const KernelArgs& args) const {
   // Parameter storage in argument order: 8-byte pointers, 32-bit scalars, 128-byte tensor maps
   // (64-byte aligned, as the kernel's parameter is).
@@ -160,6 +201,11 @@ absl::Status Kernel::Launch(CUstream stream, const KernelArgs& args) const {
         return absl::InvalidArgumentError(absl::StrCat("launch needs tensor '", a.name(), "'"));
       pointers.push_back(it->second);
       params.push_back(&pointers.back());
+    } else if (a.kind() == report::LaunchSpec::Arg::WORKSPACE) {
+      auto ptr = Workspace(a, args, stream);
+      if (!ptr.ok()) return ptr.status();
+      pointers.push_back(*ptr);
+      params.push_back(&pointers.back());
     } else if (a.kind() == report::LaunchSpec::Arg::TENSOR_MAP) {
       auto map = EncodeTensorMap(a, args);
       if (!map.ok()) return map.status();
@@ -176,7 +222,10 @@ absl::Status Kernel::Launch(CUstream stream, const KernelArgs& args) const {
   const report::LaunchSpec::GridDim* dims[3] = {&launch_.grid_x(), &launch_.grid_y(),
                                                 &launch_.grid_z()};
   for (int i = 0; i < 3; ++i) {
-    if (dims[i]->extent().empty()) continue;
+    if (dims[i]->extent().empty()) {
+      grid[i] = static_cast<unsigned>(std::max(dims[i]->count(), 1));
+      continue;
+    }
     auto it = args.scalars.find(dims[i]->extent());
     if (it == args.scalars.end())
       return absl::InvalidArgumentError(

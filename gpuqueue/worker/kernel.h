@@ -8,6 +8,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -60,7 +61,13 @@ class Kernel {
   // naming the tensor when a binding is missing or the driver refuses the geometry.
   absl::StatusOr<CUtensorMap> EncodeTensorMap(const report::LaunchSpec::Arg& a,
                                               const KernelArgs& args) const;
+  // The WORKSPACE argument's buffer: allocated (and zeroed) at its launch size when none is
+  // large enough, after `stream` drains the launches that used the smaller one; the kernel
+  // leaves it zeroed, so later launches reuse it as it is.
+  absl::StatusOr<CUdeviceptr> Workspace(const report::LaunchSpec::Arg& a, const KernelArgs& args,
+                                        CUstream stream) const;
   const CudaDriver& d_;
+  mutable std::optional<DeviceBuffer> workspace_;
   CUmodule module_ = nullptr;
   CUfunction fn_ = nullptr;
   report::LaunchSpec launch_;

@@ -161,5 +161,55 @@ TEST(Emission, MayAliasForbidsRestrict) {
       << "B overlaps nothing";
 }
 
+compiler::ParsedModule SplitK(int slices, ir::KMerge merge) {
+  workloads::gemm_bf16::WarpGemmParams p;
+  p.k_slices = slices;
+  p.k_merge = merge;
+  compiler::ParsedModule m;
+  m.module = workloads::gemm_bf16::MakeWarpGemm(p);
+  return m;
+}
+
+TEST(Emission, MergedSplitKLaunchesItsSlicesWithAWorkspace) {
+  const auto sm90 = *compiler::TargetByName("sm_90");
+  auto merged = compiler::Emit(SplitK(3, ir::K_MERGE_ORDERED_WORKSPACE), *sm90);
+  ASSERT_TRUE(merged.source.has_value());
+  const report::LaunchSpec& l = merged.source->launch;
+  EXPECT_EQ(l.grid_z().count(), 3);
+  EXPECT_TRUE(l.grid_z().extent().empty());
+  ASSERT_GT(l.args_size(), 0);
+  const report::LaunchSpec::Arg& ws = l.args(l.args_size() - 1);
+  EXPECT_EQ(ws.kind(), report::LaunchSpec::Arg::WORKSPACE);
+  EXPECT_EQ(ws.bytes_per_element(), 12);  // one FP32 partial per slice
+  EXPECT_EQ(ws.bytes_per_tile(), 4);      // one arrival counter per tile
+  EXPECT_EQ(ws.box_rows(), 128);
+  EXPECT_NE(merged.source->text.find("float* workspace) {"), std::string::npos);
+  EXPECT_NE(merged.source->text.find("(kt_first + kt) * kTileK"), std::string::npos);
+
+  // The unsplit point's source names no slice.
+  const std::string plain = EmitText(SplitK(1, ir::K_MERGE_ORDERED_WORKSPACE), "sm_90");
+  EXPECT_EQ(plain.find("kt_first"), std::string::npos);
+  EXPECT_EQ(plain.find("workspace"), std::string::npos);
+}
+
+TEST(Emission, SplitKWithoutAMergeIsAWriteRaceAndOnlyUncheckedLowersIt) {
+  const auto sm90 = *compiler::TargetByName("sm_90");
+  const compiler::ParsedModule racy = SplitK(2, ir::K_MERGE_NONE);
+  auto checked = compiler::Emit(racy, *sm90);
+  EXPECT_FALSE(checked.source.has_value());
+  bool diagnosed = false;
+  for (const auto& d : checked.analysis.diagnostics())
+    diagnosed |= d.id() == report::DIAG_MEM_WRITE_RACE && d.op_id() == "store";
+  EXPECT_TRUE(diagnosed);
+
+  compiler::AnalyzeOptions unchecked;
+  unchecked.unchecked_passes = {"memory_effects"};
+  auto forced = compiler::Emit(racy, *sm90, unchecked);
+  ASSERT_TRUE(forced.source.has_value());
+  EXPECT_EQ(forced.source->launch.grid_z().count(), 2);
+  EXPECT_EQ(forced.source->text.find("workspace"), std::string::npos)
+      << "an unmerged split stores each slice's partial straight to C";
+}
+
 }  // namespace
 }  // namespace cake

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -131,15 +132,30 @@ class HopperWitness : public ::testing::Test {
       absl::Status launched = (*kernel)->Launch(nullptr, args);
       ASSERT_TRUE(launched.ok()) << launched;
       ASSERT_TRUE(driver_->Check(driver_->CtxSynchronize(), "cuCtxSynchronize").ok());
+      std::vector<uint8_t> raw(out_bytes);
+      ASSERT_TRUE(dc->Download(raw.data(), out_bytes).ok());
       std::vector<double> out(out_elems);
-      if (bf16_out) {
-        std::vector<uint16_t> raw(out_elems);
-        ASSERT_TRUE(dc->Download(raw.data(), out_bytes).ok());
-        for (size_t i = 0; i < out_elems; ++i) out[i] = workloads::Bf16ToFloat(raw[i]);
-      } else {
-        std::vector<float> raw(out_elems);
-        ASSERT_TRUE(dc->Download(raw.data(), out_bytes).ok());
-        for (size_t i = 0; i < out_elems; ++i) out[i] = raw[i];
+      for (size_t i = 0; i < out_elems; ++i) {
+        if (bf16_out) {
+          uint16_t v;
+          std::memcpy(&v, raw.data() + 2 * i, 2);
+          out[i] = workloads::Bf16ToFloat(v);
+        } else {
+          float v;
+          std::memcpy(&v, raw.data() + 4 * i, 4);
+          out[i] = v;
+        }
+      }
+      if (params.k_slices > 1 && failures == nullptr) {
+        // The merge adds the slices in slice order whichever CTA arrives last, and leaves the
+        // arrival counters zeroed: a second launch gives the same bytes.
+        ASSERT_TRUE(dc->Fill32(0xFFFFFFFFu).ok());
+        ASSERT_TRUE((*kernel)->Launch(nullptr, args).ok());
+        ASSERT_TRUE(driver_->Check(driver_->CtxSynchronize(), "cuCtxSynchronize").ok());
+        std::vector<uint8_t> again(out_bytes);
+        ASSERT_TRUE(dc->Download(again.data(), out_bytes).ok());
+        EXPECT_TRUE(again == raw) << params.Describe() << " shape " << s.m << "x" << s.n << "x"
+                                  << s.k << ": a second launch changed the output";
       }
       const auto ref = workloads::gemm_bf16::ReferenceGemm(a, b, s.m, s.n, s.k);
       const auto tol = workloads::gemm_bf16::GemmTolerance(bf16_out, s.k);
@@ -290,6 +306,56 @@ TEST_F(HopperWitness, ReuseBeforeReleaseGoesWrongOnTheGpu) {
                                  << std::size(kRaceShapes) << " shapes";
   std::cout << "reuse-before-release: " << illegal_failures << " of " << std::size(kRaceShapes)
             << " shapes wrong; legal twin " << legal_failures << " wrong\n";
+}
+
+// Split-K merged through the workspace, for both transfer forms, with slice counts that leave
+// the last slices short or empty (K = 8 is one k-tile). The kernel object persists across the
+// shapes, so its workspace is grown and its counters reused as the shapes change.
+TEST_F(HopperWitness, SplitKOrderedMerge) {
+  for (ir::Transfer transfer : {ir::CP_ASYNC, ir::TMA}) {
+    WarpGemmParams p;
+    p.tile_m = 64, p.tile_n = 64, p.tile_k = 64, p.stages = 3;
+    p.smem = ir::Representation::SWIZZLE_128B, p.padding = 0, p.transfer = transfer;
+    p.k_slices = 3;
+    RunVariant(p);
+  }
+}
+
+// DIAG_MEM_WRITE_RACE guards a real hazard: split-K with plain stores is rejected; forced
+// through lowering with the memory-effects pass unrun, each slice stores its own partial sum
+// and C holds whichever landed last. The merged twin is exact on the same shapes.
+TEST_F(HopperWitness, UnmergedSplitKGoesWrongOnTheGpu) {
+  WarpGemmParams p;
+  p.tile_m = 64, p.tile_n = 64, p.tile_k = 64, p.stages = 3;
+  p.smem = ir::Representation::SWIZZLE_128B, p.padding = 0, p.transfer = ir::TMA;
+  p.k_slices = 2;
+  p.k_merge = ir::K_MERGE_NONE;
+  compiler::ParsedModule parsed;
+  parsed.module = workloads::gemm_bf16::MakeWarpGemm(p);
+  parsed.file = "split_k_unmerged";
+  auto sm90 = compiler::TargetByName("sm_90");
+  ASSERT_TRUE(sm90.ok());
+  compiler::CompileOptions checked;
+  checked.store_root = (fs::temp_directory_path() / "cake_witness_store").string();
+  auto rejected = compiler::Compile(parsed, **sm90, checked);
+  ASSERT_TRUE(rejected.ok()) << rejected.status();
+  EXPECT_FALSE(rejected->receipt.has_value());
+  bool diagnosed = false;
+  for (const report::Diagnostic& d : rejected->analysis.diagnostics())
+    diagnosed |= d.id() == report::DIAG_MEM_WRITE_RACE;
+  EXPECT_TRUE(diagnosed) << compiler::ToJson(rejected->analysis);
+
+  static const Shape kSplitShapes[] = {{256, 256, 1024}, {130, 200, 512}, {64, 512, 2048}};
+  int unmerged_failures = 0;
+  RunModule(parsed.module, p, kSplitShapes, {"memory_effects"}, &unmerged_failures);
+  p.k_merge = ir::K_MERGE_ORDERED_WORKSPACE;
+  int merged_failures = 0;
+  RunModule(workloads::gemm_bf16::MakeWarpGemm(p), p, kSplitShapes, {}, &merged_failures);
+  EXPECT_EQ(merged_failures, 0) << "the merged twin must be exact";
+  EXPECT_EQ(unmerged_failures, static_cast<int>(std::size(kSplitShapes)))
+      << "an unmerged split gave right results on some shape";
+  std::cout << "split-K without a merge: " << unmerged_failures << " of " << std::size(kSplitShapes)
+            << " shapes wrong; merged twin " << merged_failures << " wrong\n";
 }
 
 TEST_F(HopperWitness, EveryProposerCandidate) {

@@ -1,5 +1,7 @@
 #include "space.h"
 
+#include <tuple>
+
 #include "absl/strings/str_cat.h"
 
 namespace cake::workloads::gemm_bf16 {
@@ -43,7 +45,9 @@ std::string WarpGemmParams::Describe() const {
                                                                : "swz128";
   return absl::StrCat(tile_m, "x", tile_n, "x", tile_k, " w", warps_m, "x", warps_n, " s", stages,
                       " ", repr, b_load_x4 ? " x4" : " x2", out == ir::F32 ? " f32" : " bf16",
-                      transfer == ir::TMA ? " tma" : "");
+                      transfer == ir::TMA ? " tma" : "",
+                      k_slices > 1 ? absl::StrCat(" k", k_slices) : "",
+                      k_slices > 1 && k_merge != ir::K_MERGE_ORDERED_WORKSPACE ? " unmerged" : "");
 }
 
 ir::Module MakeWarpGemm(const WarpGemmParams& p) {
@@ -111,6 +115,10 @@ ir::Module MakeWarpGemm(const WarpGemmParams& p) {
   work->mutable_static_tiles()->set_output("C");
   work->mutable_static_tiles()->set_tile_m(p.tile_m);
   work->mutable_static_tiles()->set_tile_n(p.tile_n);
+  if (p.k_slices > 1) {
+    work->mutable_static_tiles()->set_k_slices(p.k_slices);
+    work->mutable_static_tiles()->set_k_merge(p.k_merge);
+  }
 
   ir::Operation* main = Op(k->mutable_ops(), "main");
   main->mutable_role_region()->set_role("compute");
@@ -230,6 +238,14 @@ std::vector<WarpGemmParams> WarpGemmFamily() {
   tma(64, 64, 64, 2, 2, 4, R::SWIZZLE_128B);
   tma(32, 128, 64, 1, 4, 4, R::SWIZZLE_128B);
   tma(16, 128, 64, 1, 4, 4, R::SWIZZLE_128B);
+  // Skinny M leaves SMs idle (16x8192 is 64 tiles of 16x128): split-K puts 2-4 CTAs on each
+  // tile and merges their FP32 partials through the workspace.
+  for (auto [tm, tn, wm, wn, slices] :
+       {std::tuple{16, 128, 1, 4, 4}, std::tuple{16, 128, 1, 4, 2}, std::tuple{64, 64, 2, 2, 2},
+        std::tuple{32, 128, 1, 4, 2}}) {
+    tma(tm, tn, 64, wm, wn, 4, R::SWIZZLE_128B);
+    out.back().k_slices = slices;
+  }
   return out;
 }
 

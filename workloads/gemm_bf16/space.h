@@ -20,11 +20,14 @@ struct WarpGemmParams {
   bool b_load_x4 = true;
   ir::Transfer transfer = ir::CP_ASYNC;  // or TMA (swizzled stages only)
   ir::DType out = ir::BF16;              // BF16 or F32
+  // Split-K: CTAs per output tile, each over a run of k-tiles, merged through the workspace.
+  int k_slices = 1;
+  ir::KMerge k_merge = ir::K_MERGE_ORDERED_WORKSPACE;  // when k_slices > 1
   ir::Arch arch = ir::SM_120F;
   std::string ptx_version = "8.8";
   std::string name = "gemm_bf16";
 
-  std::string Describe() const;  // "128x128x32 w2x2 s3 pad8 x4 bf16" (+ " tma")
+  std::string Describe() const;  // "128x128x32 w2x2 s3 pad8 x4 bf16" (+ " tma", " k4")
 };
 
 ir::Module MakeWarpGemm(const WarpGemmParams& p);

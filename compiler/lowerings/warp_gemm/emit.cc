@@ -36,8 +36,10 @@ LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
   else
     w.Line(absl::StrCat("    const __nv_bfloat16* ", RestrictQualifier(p, p.a), p.a,
                         ", const __nv_bfloat16* ", RestrictQualifier(p, p.b), p.b, ","));
+  // The merged split-K kernel takes its workspace last (LaunchSpec WORKSPACE).
+  const bool merged = p.k_slices > 1 && !p.k_merge_none;
   w.Line(absl::StrCat("    ", out_t, "* ", RestrictQualifier(p, p.c), p.c, ", int ", p.m, ", int ",
-                      p.n, ", int ", p.k, ") {"));
+                      p.n, ", int ", p.k, merged ? ", float* workspace" : "", ") {"));
   w.Begin(p.op_role);
   w.Line(
       absl::StrCat("  extern __shared__ __align__(", tma ? 1024 : 128, ") unsigned char smem[];"));
@@ -55,32 +57,94 @@ LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
 
   // Epilogue: accumulator fragment (row lane/4 [+8], columns 2*(lane%4) [+1]) to global.
   w.Begin(p.op_store);
-  w.Line("#pragma unroll");
-  w.Line("  for (int i = 0; i < kFragsM; ++i)");
-  w.Line("#pragma unroll");
-  w.Line("    for (int j = 0; j < kFragsN; ++j)");
-  w.Line("#pragma unroll");
-  w.Line("      for (int h = 0; h < 2; ++h) {");
-  w.Line("        const int row = m0 + warp_m * kWarpTileM + i * 16 + (lane >> 2) + h * 8;");
-  w.Line("        const int col = n0 + warp_n * kWarpTileN + j * 8 + (lane & 3) * 2;");
-  w.Line("        const float v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];");
-  w.Line(absl::StrCat("        ", out_t, "* dst = ", p.c, " + int64_t(row) * ", p.n, " + col;"));
+  auto for_each_pair = [&w]() {
+    w.Line("#pragma unroll");
+    w.Line("  for (int i = 0; i < kFragsM; ++i)");
+    w.Line("#pragma unroll");
+    w.Line("    for (int j = 0; j < kFragsN; ++j)");
+    w.Line("#pragma unroll");
+    w.Line("      for (int h = 0; h < 2; ++h) {");
+    w.Line("        const int row = m0 + warp_m * kWarpTileM + i * 16 + (lane >> 2) + h * 8;");
+    w.Line("        const int col = n0 + warp_n * kWarpTileN + j * 8 + (lane & 3) * 2;");
+  };
+  // Stores the pair (v0, v1) of type `t` at `dst`, bounds-masked when the contract does not
+  // prove full tiles.
+  auto store_pair = [&](const std::string& t, const std::string& dst, const std::string& pair,
+                        const std::string& cvt0, const std::string& cvt1) {
+    w.Line(absl::StrCat("        ", t, "* dst = ", dst, ";"));
+    if (p.mask_store) {
+      w.Line(absl::StrCat("        if (row >= ", p.m, ") continue;"));
+      w.Line(absl::StrCat("        if (col + 1 < ", p.n, " && (", p.n, " & 1) == 0) {"));
+      w.Line(absl::StrCat("          ", pair));
+      w.Line("        } else {");
+      w.Line(absl::StrCat("          if (col < ", p.n, ") dst[0] = ", cvt0, ";"));
+      w.Line(absl::StrCat("          if (col + 1 < ", p.n, ") dst[1] = ", cvt1, ";"));
+      w.Line("        }");
+    } else {
+      w.Line(absl::StrCat("        ", pair, "  // full tiles proven by the contract"));
+    }
+  };
+  const std::string out_at = absl::StrCat(p.c, " + int64_t(row) * ", p.n, " + col");
   const std::string pair_store =
       bf16_out ? "*reinterpret_cast<__nv_bfloat162*>(dst) = __floats2bfloat162_rn(v0, v1);"
                : "*reinterpret_cast<float2*>(dst) = make_float2(v0, v1);";
   const std::string cvt0 = bf16_out ? "__float2bfloat16_rn(v0)" : "v0";
   const std::string cvt1 = bf16_out ? "__float2bfloat16_rn(v1)" : "v1";
-  if (p.mask_store) {
-    w.Line(absl::StrCat("        if (row >= ", p.m, ") continue;"));
-    w.Line(absl::StrCat("        if (col + 1 < ", p.n, " && (", p.n, " & 1) == 0) {"));
-    w.Line(absl::StrCat("          ", pair_store));
-    w.Line("        } else {");
-    w.Line(absl::StrCat("          if (col < ", p.n, ") dst[0] = ", cvt0, ";"));
-    w.Line(absl::StrCat("          if (col + 1 < ", p.n, ") dst[1] = ", cvt1, ";"));
+  const std::string float_pair = "*reinterpret_cast<float2*>(dst) = make_float2(v0, v1);";
+  if (merged) {
+    w.Line(
+        "  // Split-K merge: each slice writes its FP32 partial tile to the workspace and counts");
+    w.Line(
+        "  // itself in the tile's arrival counter; the last to arrive adds the partials in slice");
+    w.Line(
+        "  // order (the same sum whichever CTA is last), stores the tile and zeroes the counter.");
+    w.Line(absl::StrCat("  const int64_t slice_elems = int64_t(", p.m, ") * ", p.n, ";"));
+    for_each_pair();
+    w.Line("        const float v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];");
+    store_pair(
+        "float",
+        absl::StrCat("workspace + blockIdx.z * slice_elems + int64_t(row) * ", p.n, " + col"),
+        float_pair, "v0", "v1");
+    w.Line("      }");
+    w.Line("  __threadfence();  // partials visible device-wide before this slice is counted");
+    w.Line("  __syncthreads();");
+    w.Line("  int* const last_slice = reinterpret_cast<int*>(smem);  // rings idle after the loop");
+    w.Line("  if (tid == 0) {");
+    w.Line(
+        "    int* const arrivals = reinterpret_cast<int*>(workspace + kKSlices * slice_elems) +");
+    w.Line("                          blockIdx.y * gridDim.x + blockIdx.x;");
+    w.Line("    const int before = atomicAdd(arrivals, 1);");
+    w.Line("    *last_slice = before == kKSlices - 1;");
+    w.Line("    if (before == kKSlices - 1) *arrivals = 0;  // ready for the next launch");
+    w.Line("  }");
+    w.Line("  __syncthreads();");
+    w.Line("  if (*last_slice == 0) return;");
+    w.Line("  __threadfence();  // every other slice's partial is visible");
+    for_each_pair();
+    w.Line("        float v0 = 0.0f, v1 = 0.0f;");
+    w.Line("        for (int s = 0; s < kKSlices; ++s) {");
+    w.Line("          if (s == int(blockIdx.z)) {");
+    w.Line("            v0 += acc[i][j][2 * h];");
+    w.Line("            v1 += acc[i][j][2 * h + 1];");
+    w.Line("            continue;");
+    w.Line("          }");
+    w.Line(
+        absl::StrCat("          const float* src = workspace + s * slice_elems + int64_t(row) * ",
+                     p.n, " + col;"));
+    if (p.mask_store) {
+      w.Line(absl::StrCat("          if (row < ", p.m, " && col < ", p.n, ") v0 += __ldcg(src);"));
+      w.Line(absl::StrCat("          if (row < ", p.m, " && col + 1 < ", p.n,
+                          ") v1 += __ldcg(src + 1);"));
+    } else {
+      w.Line("          v0 += __ldcg(src);");
+      w.Line("          v1 += __ldcg(src + 1);");
+    }
     w.Line("        }");
   } else {
-    w.Line(absl::StrCat("        ", pair_store, "  // full tiles proven by the contract"));
+    for_each_pair();
+    w.Line("        const float v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];");
   }
+  store_pair(out_t, out_at, pair_store, cvt0, cvt1);
   w.Line("      }");
   w.End(p.op_store);
   w.End(p.op_tiles);

@@ -39,7 +39,8 @@ class WarpGemmLowering final : public Lowering {
   std::string version() const override { return std::string(kWarpGemmLoweringVersion); }
   std::string operation() const override { return "gemm_bf16_tn"; }
   std::string summary() const override {
-    return "warp_gemm (C = A * B^T; mma.sync m16n8k16 BF16, ldmatrix, cp.async or TMA stages 1-4)";
+    return "warp_gemm (C = A * B^T; mma.sync m16n8k16 BF16, ldmatrix, cp.async or TMA stages 1-4, "
+           "split-K merged through a workspace)";
   }
   std::vector<std::string> required_instructions() const override {
     return WarpMainloopInstructions();
@@ -58,6 +59,18 @@ class WarpGemmLowering final : public Lowering {
     LoweredKernel k = EmitWarpGemm(p, target, schedule_hash);
     k.launch =
         Launch(p.a, p.b, p.c, p.m, p.n, p.k, p.tile_m, p.tile_n, p.threads, k.dynamic_shared_bytes);
+    if (p.k_slices > 1) k.launch.mutable_grid_z()->set_count(p.k_slices);
+    if (p.k_slices > 1 && !p.k_merge_none) {
+      // FP32 partials of every slice, then one arrival counter per output tile.
+      report::LaunchSpec::Arg* ws = k.launch.add_args();
+      *ws = Arg(report::LaunchSpec::Arg::WORKSPACE, "workspace");
+      ws->set_rows(p.m);
+      ws->set_cols(p.n);
+      ws->set_box_rows(p.tile_m);
+      ws->set_box_cols(p.tile_n);
+      ws->set_bytes_per_element(int64_t{4} * p.k_slices);
+      ws->set_bytes_per_tile(4);
+    }
     if (p.transfer == ir::TMA) {  // A and B travel as tensor maps of one stage's boxes
       *k.launch.mutable_args(0) = TmaLaunchArg(p, p.a, p.m, p.k, p.tile_m);
       *k.launch.mutable_args(1) = TmaLaunchArg(p, p.b, p.n, p.k, p.tile_n);

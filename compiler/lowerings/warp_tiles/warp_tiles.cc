@@ -75,6 +75,8 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
   t.tile_n = st.tile_n();
   t.tile_k = kloop->op->for_k_tiles().extent();
   if (t.tile_k % 16 != 0) return Unsupported(lowering, "k-tile must be a multiple of 16");
+  t.k_slices = std::max(st.k_slices(), 1);
+  t.k_merge_none = t.k_slices > 1 && st.k_merge() != ir::K_MERGE_ORDERED_WORKSPACE;
 
   // Role covers the whole CTA.
   auto ri = g.roles.find(role->op->role_region().role());
@@ -294,6 +296,8 @@ report::LaunchSpec::Arg TmaLaunchArg(const WarpTiles& t, const std::string& tens
   return a;
 }
 
+std::string KTileIndex(const WarpTiles& t) { return t.k_slices > 1 ? "(kt_first + kt)" : "kt"; }
+
 std::string RestrictQualifier(const WarpTiles& t, const std::string& tensor) {
   return t.may_alias.count(tensor) ? "" : "__restrict__ ";
 }
@@ -320,6 +324,7 @@ void EmitWarpTileConstants(const WarpTiles& t, SourceWriter& w) {
   w.Line(absl::StrCat("constexpr int kWarpsM = ", t.warps_m, ", kWarpsN = ", t.warps_n,
                       ", kStages = ", t.stages, ", kThreads = ", t.threads, ";"));
   w.Line("constexpr int kWarpTileM = kTileM / kWarpsM, kWarpTileN = kTileN / kWarpsN;");
+  if (t.k_slices > 1) w.Line(absl::StrCat("constexpr int kKSlices = ", t.k_slices, ";"));
   w.Line("constexpr int kFragsM = kWarpTileM / 16, kFragsN = kWarpTileN / 8;");
   w.Line(absl::StrCat("constexpr int kRowA = kTileK + ", t.a_padding, ", kRowB = kTileK + ",
                       t.b_padding, ";  // elements per shared row"));
@@ -421,7 +426,8 @@ void EmitCpAsyncProducer(const WarpTiles& t, const MainloopTerms& terms, SourceW
   w.Line("  auto produce = [&](int stage, int kt) {");
   if (a_strided || b_strided) {
     if (t.mask_mk)
-      w.Line(absl::StrCat("    const bool k_ok = kt * kTileK + p_chunk * 8 < ", terms.k, ";"));
+      w.Line(absl::StrCat("    const bool k_ok = ", KTileIndex(t), " * kTileK + p_chunk * 8 < ",
+                          terms.k, ";"));
     else
       w.Line("    const bool k_ok = true;  // full tiles proven by the contract");
   }
@@ -439,7 +445,8 @@ void EmitCpAsyncProducer(const WarpTiles& t, const MainloopTerms& terms, SourceW
       else
         w.Line("      const bool valid = true;  // full tiles proven by the contract");
       w.Line(absl::StrCat("      const __nv_bfloat16* src = valid ? src_", name,
-                          " + i * pass_stride_", name, " + kt * kTileK : ", tensor, ";"));
+                          " + i * pass_stride_", name, " + ", KTileIndex(t), " * kTileK : ", tensor,
+                          ";"));
       w.Line(absl::StrCat("      CopyChunk(smem_base + ", offset, " + stage * ", stage_bytes,
                           " + dst_", name, " + i * kRowsPerPass * ",
                           std::string(name) == "A" ? "kRowA" : "kRowB", " * 2, src, valid);"));
@@ -451,8 +458,8 @@ void EmitCpAsyncProducer(const WarpTiles& t, const MainloopTerms& terms, SourceW
       w.Line("      const int c = tid + i * kThreads;");
       w.Line("      if (kChunks % kThreads != 0 && c >= kChunks) break;");
       w.Line("      const int row = c / kChunksPerRow, chunk = c % kChunksPerRow;");
-      w.Line(absl::StrCat("      const int g_row = ", row_origin,
-                          " + row, g_k = kt * kTileK + chunk * 8;"));
+      w.Line(absl::StrCat("      const int g_row = ", row_origin, " + row, g_k = ", KTileIndex(t),
+                          " * kTileK + chunk * 8;"));
       if (t.mask_mk)
         w.Line(
             absl::StrCat("      const bool valid = g_row < ", extent, " && g_k < ", terms.k, ";"));
@@ -489,11 +496,11 @@ void EmitTmaProducer(const WarpTiles& t, const MainloopTerms& terms, SourceWrite
   w.Line("                 : \"memory\");");
   w.Begin(t.op_copy_a);
   w.Line(absl::StrCat("    TmaLoad(smem_base + kOffsetA + stage * kStageBytesA, ", terms.a_map,
-                      ", kt * kTileK, ", terms.a_row0, ", bar);"));
+                      ", ", KTileIndex(t), " * kTileK, ", terms.a_row0, ", bar);"));
   w.End(t.op_copy_a);
   w.Begin(t.op_copy_b);
   w.Line(absl::StrCat("    TmaLoad(smem_base + kOffsetB + stage * kStageBytesB, ", terms.b_map,
-                      ", kt * kTileK, ", terms.b_row0, ", bar);"));
+                      ", ", KTileIndex(t), " * kTileK, ", terms.b_row0, ", bar);"));
   w.End(t.op_copy_b);
   w.Line("  };");
   w.End(t.op_produce);
@@ -762,7 +769,16 @@ void EmitWarpMainloop(const WarpTiles& t, const MainloopTerms& terms, SourceWrit
   w.Line("    for (int j = 0; j < kFragsN; ++j)");
   w.Line("#pragma unroll");
   w.Line("      for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;");
-  w.Line(absl::StrCat("  const int k_tiles = (", terms.k, " + kTileK - 1) / kTileK;"));
+  if (t.k_slices > 1) {
+    w.Line(
+        "  // Split-K: this CTA's run of k-tiles (grid z); the last runs may be short or empty.");
+    w.Line(absl::StrCat("  const int k_tiles_all = (", terms.k, " + kTileK - 1) / kTileK;"));
+    w.Line("  const int kt_per_slice = (k_tiles_all + kKSlices - 1) / kKSlices;");
+    w.Line("  const int kt_first = blockIdx.z * kt_per_slice;");
+    w.Line("  const int k_tiles = max(0, min(kt_per_slice, k_tiles_all - kt_first));");
+  } else {
+    w.Line(absl::StrCat("  const int k_tiles = (", terms.k, " + kTileK - 1) / kTileK;"));
+  }
   w.Line("");
 
   if (t.transfer == ir::TMA) {

@@ -42,6 +42,12 @@ struct WarpTiles {
   // (DIAG_PIPE_REUSE_BEFORE_RELEASE); lowering honours it only so the rule can be shown to
   // matter on a GPU with the check switched off.
   bool release_early = false;
+  // Split-K: CTAs per output tile along grid z, each over a contiguous run of k-tiles (1 = no
+  // split). Lowered with the ordered workspace merge, or (k_merge_none) with each slice's plain
+  // stores, which the memory-effects pass rejects (DIAG_MEM_WRITE_RACE) and lowering honours
+  // only so the rule can be shown to matter on a GPU with the check switched off.
+  int k_slices = 1;
+  bool k_merge_none = false;
   // Tensors declared to overlap another (may_alias, either side): their pointers are emitted
   // without __restrict__, which would promise the compiler that they do not.
   std::set<std::string> may_alias;
@@ -71,6 +77,10 @@ report::LaunchSpec::Arg TmaLaunchArg(const WarpTiles& t, const std::string& tens
 // True when `d` is a symbol and the same as `*out` (which the first call fills): how lowerings
 // read a tensor's extents as the kernel's scalar names.
 bool SymbolIs(const ir::Dim& d, std::string* out);
+
+// The source of the global k-tile index of loop iteration `kt`: "kt", or "(kt_first + kt)" when
+// the k-tiles are split across CTAs.
+std::string KTileIndex(const WarpTiles& t);
 
 // The main loop's terms in the kernel's source: the tiles' base pointers, their row origins and
 // extents, and the reduction extent.
