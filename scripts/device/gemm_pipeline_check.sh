@@ -12,7 +12,8 @@ export CAKE_WORKER="$PWD/build/device/bin/cake-worker" CAKE_SOURCE_DIR="$PWD"
 status=0
 bench=1
 if [ "${1:-}" = "--no-bench" ]; then bench=0; shift; fi
-legal='-HopperWitness.ReuseBeforeRelease*'
+proofs='HopperWitness.ReuseBeforeRelease*:HopperWitness.UnmergedSplitK*'
+legal="-$proofs"
 ./build/device/bin/hopper_witness_test > "$out/witness.log" 2>&1 || status=1
 echo "hopper_witness_test: $(tail -1 "$out/witness.log")"
 ./build/device/bin/kmeans_adversarial_gpu_test > "$out/kmeans_gpu.log" 2>&1 || status=1
@@ -25,9 +26,15 @@ for tool in racecheck synccheck; do
   [ $rc -ne 0 ] && status=1
   echo "compute-sanitizer $tool over hopper_witness_test: exit $rc; $(grep -E 'ERROR SUMMARY' "$out/sanitizer_$tool.log" | tail -1)"
 done
-# What racecheck says of the illegal schedule (informational: the proof is the wrong results).
+# Split-K's workspace indexing (partials and arrival counters) under memcheck.
+"$cs" --tool memcheck --error-exitcode 9 ./build/device/bin/hopper_witness_test \
+  --gtest_filter='HopperWitness.SplitK*' > "$out/sanitizer_memcheck_split_k.log" 2>&1
+rc=$?
+[ $rc -ne 0 ] && status=1
+echo "compute-sanitizer memcheck over split-K: exit $rc; $(grep -E 'ERROR SUMMARY' "$out/sanitizer_memcheck_split_k.log" | tail -1)"
+# What racecheck says of the illegal schedules (informational: the proof is the wrong results).
 "$cs" --tool racecheck ./build/device/bin/hopper_witness_test \
-  --gtest_filter='HopperWitness.ReuseBeforeRelease*' > "$out/rule_proof_racecheck.log" 2>&1
+  --gtest_filter="$proofs" > "$out/rule_proof_racecheck.log" 2>&1
 echo "rule proof under racecheck: exit $?; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/rule_proof_racecheck.log" | tail -1)"
 [ $bench -eq 1 ] && "$(dirname "$0")/gemm_bench.sh" "$@" | tail -14
 exit $status
