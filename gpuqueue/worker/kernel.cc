@@ -143,8 +143,7 @@ absl::StatusOr<CUtensorMap> Kernel::EncodeTensorMap(const report::LaunchSpec::Ar
   return map;
 }
 
-absl::StatusOr<CUdeviceptr> Kernel::Workspace(const report::LaunchSpec::Arg& a,
-                                              const KernelArgs& args, CUstream stream) const {
+absl::StatusOr<size_t> WorkspaceBytes(const report::LaunchSpec::Arg& a, const KernelArgs& args) {
   const std::string what = absl::StrCat("workspace '", a.name(), "'");
   auto rows = Scalar(args, a.rows(), what);
   if (!rows.ok()) return rows.status();
@@ -168,7 +167,15 @@ absl::StatusOr<CUdeviceptr> Kernel::Workspace(const report::LaunchSpec::Arg& a,
   const int64_t bytes = cells * a.bytes_per_element() + tiles * a.bytes_per_tile();
   // A multiple of 4 for Fill32; at least 4 so an empty problem still binds a valid pointer.
   const int64_t rounded = std::max<int64_t>((bytes + 3) / 4 * 4, 4);
-  const size_t need = static_cast<size_t>(rounded);
+  return static_cast<size_t>(rounded);
+}
+
+absl::StatusOr<CUdeviceptr> Kernel::Workspace(const report::LaunchSpec::Arg& a,
+                                              const KernelArgs& args, CUstream stream) const {
+  auto bytes = WorkspaceBytes(a, args);
+  if (!bytes.ok()) return bytes.status();
+  const size_t need = *bytes;
+  const std::string what = absl::StrCat("workspace '", a.name(), "'");
   if (workspace_.has_value() && workspace_->bytes() >= need) return workspace_->ptr();
   if (workspace_.has_value()) {
     if (absl::Status s = d_.Check(d_.StreamSynchronize(stream), "cuStreamSynchronize"); !s.ok())

@@ -44,6 +44,11 @@ struct KernelArgs {
   std::map<std::string, int64_t> scalars;
 };
 
+// The bytes a WORKSPACE argument needs for `args` (report.LaunchSpec.Arg: per element of
+// rows x cols plus per box_rows x box_cols tile), rounded up to a multiple of 4 and at least 4;
+// InvalidArgument for a missing or out-of-range extent or a size beyond 2^62 bytes.
+absl::StatusOr<size_t> WorkspaceBytes(const report::LaunchSpec::Arg& a, const KernelArgs& args);
+
 class Kernel {
  public:
   // FailedPrecondition when the receipt carries no launch (compile it again).

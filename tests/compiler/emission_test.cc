@@ -211,5 +211,27 @@ TEST(Emission, SplitKWithoutAMergeIsAWriteRaceAndOnlyUncheckedLowersIt) {
       << "an unmerged split stores each slice's partial straight to C";
 }
 
+// The benchmark's sm_90-only points need more shared memory than SM120 has: the verifier
+// rejects each for sm_120f naming the shared budget, and verifies it for sm_90.
+TEST(Emission, Sm90OnlyPointsAreRejectedForSm120fAndVerifiedForSm90) {
+  const auto points = workloads::gemm_bf16::WarpGemmSm90OnlyPoints();
+  ASSERT_FALSE(points.empty());
+  for (const auto& p : points) {
+    SCOPED_TRACE(p.Describe());
+    compiler::ParsedModule m;
+    m.module = workloads::gemm_bf16::MakeWarpGemm(p);
+    auto sm120 = compiler::Emit(m, **compiler::TargetByName("sm_120f"));
+    EXPECT_FALSE(sm120.source.has_value());
+    bool budget = false;
+    for (const auto& d : sm120.analysis.diagnostics())
+      budget |= d.id() == report::DIAG_SHARED_BUDGET_EXCEEDED &&
+                d.condition().find("101376") != std::string::npos &&
+                d.evidence().find("a_stage") != std::string::npos;
+    EXPECT_TRUE(budget) << sm120.analysis.DebugString();
+    auto sm90 = compiler::Emit(m, **compiler::TargetByName("sm_90"));
+    EXPECT_TRUE(sm90.source.has_value()) << sm90.analysis.DebugString();
+  }
+}
+
 }  // namespace
 }  // namespace cake
