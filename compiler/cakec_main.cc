@@ -1,6 +1,7 @@
 // cakec: the compiler's command line. Data (reports, receipts, source) to stdout; messages to
 // stderr. Exit codes: 0 verified / compiled, 1 rejected or unknown (diagnostics printed),
 // 2 usage or input error (malformed schedule, unknown target, missing toolchain).
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -11,6 +12,7 @@
 #include "analysis.h"
 #include "artifact_store.h"
 #include "compiler.h"
+#include "portfolio.h"
 #include "targets.h"
 
 namespace cc = cake::compiler;
@@ -120,10 +122,46 @@ bool ResolveTarget(const std::string& flag, const cc::ParsedModule& m, const cc:
   return true;
 }
 
+// Exit 0 when the manifest is complete, 1 when a member failed (each named on stderr), 2 for
+// input errors.
+int RunPortfolio(const std::string& path, const std::string& target_name,
+                 const std::string& store) {
+  auto p = cc::ParsePortfolioFile(path);
+  if (!p.ok()) {
+    std::cerr << "cakec: " << p.status().message() << "\n";
+    return kExitInput;
+  }
+  auto target = cc::TargetByName(target_name);
+  if (!target.ok()) {
+    std::cerr << "cakec: " << target.status().message() << "\n";
+    return kExitInput;
+  }
+  cc::CompileOptions opts;
+  opts.store_root = store;
+  auto r = cc::CompilePortfolio(*p, std::filesystem::path(path).parent_path(), **target, opts);
+  if (!r.ok()) {
+    std::cerr << "cakec: " << path << ": " << r.status().message() << "\n";
+    return kExitInput;
+  }
+  for (const cc::PortfolioMemberResult& m : r->members) {
+    if (m.error.empty()) {
+      std::cerr << "member " << m.name << " (" << m.file << "): compiled, schedule "
+                << m.receipt->schedule_hash().substr(0, 12) << "\n";
+      continue;
+    }
+    std::cerr << "member " << m.name << " (" << m.file << "): " << m.error << "\n";
+    for (const report::Diagnostic& d : m.analysis.diagnostics())
+      if (d.severity() == report::ERROR || d.severity() == report::UNKNOWN)
+        PrintDiagnostic(d, FileLines((std::filesystem::path(path).parent_path() / m.file).string()));
+  }
+  std::cout << cc::ToJson(r->manifest) << "\n";
+  return r->complete ? kExitOk : kExitRejected;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"cakec: Consumer CAKE schedule compiler (analyze, emit, compile)"};
+  CLI::App app{"cakec: Consumer CAKE schedule compiler (analyze, emit, compile, portfolio)"};
   app.require_subcommand(1);
   std::string file, target_name, store;
   bool json = false;
@@ -145,6 +183,18 @@ int main(int argc, char** argv) {
   add_common(compile, true);
   compile->add_option("--store", store, "Artifact store (default: $CAKE_STORE or ~/.cache/cake)");
 
+  std::string portfolio_file;
+  CLI::App* portfolio_cmd = app.add_subcommand(
+      "portfolio",
+      "Verify and compile every member of a portfolio under its guard (and the fallback for "
+      "every shape); print the dispatcher manifest as JSON");
+  portfolio_cmd->add_option("FILE", portfolio_file, "Portfolio in protobuf text format")
+      ->required();
+  portfolio_cmd->add_option("--target,-t", target_name, "sm_120a | sm_121a | sm_120f | sm_90")
+      ->required();
+  portfolio_cmd->add_option("--store", store,
+                            "Artifact store (default: $CAKE_STORE or ~/.cache/cake)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -157,6 +207,8 @@ int main(int argc, char** argv) {
                 << t.shared_per_block_optin << " B, " << t.witness << "\n";
     return kExitOk;
   }
+
+  if (portfolio_cmd->parsed()) return RunPortfolio(portfolio_file, target_name, store);
 
   auto parsed = cc::ParseModuleFile(file);
   if (!parsed.ok()) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace cake::compiler {
 
@@ -22,5 +23,9 @@ inline constexpr int kMaxDiagnostics = 200;
 // Split-K slices per output tile (work schedule k_slices): each slice is one CTA and one FP32
 // partial tile in the workspace.
 inline constexpr int kMaxKSlices = 64;
+// Guarded members of one portfolio (the fallback not counted), and the largest divisibility
+// fact a guard may state.
+inline constexpr int kMaxPortfolioMembers = 16;
+inline constexpr int64_t kMaxGuardMultiple = int64_t{1} << 20;
 
 }  // namespace cake::compiler

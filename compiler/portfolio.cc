@@ -1,0 +1,235 @@
+#include "portfolio.h"
+
+#include <algorithm>
+#include <fstream>
+#include <limits>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/text_format.h"
+#include "parse.h"
+#include "schedule_limits.h"
+
+namespace cake::compiler {
+namespace {
+
+// max = 0 reads as unbounded, in schedules and guards alike.
+int64_t UpperBound(int64_t max) { return max == 0 ? std::numeric_limits<int64_t>::max() : max; }
+
+// What a runtime must pass for every member: tensors (name, dtype, extents) and scalars, in
+// declaration order.
+std::string Signature(const ir::Module& m) {
+  std::vector<std::string> parts;
+  for (const ir::Kernel& k : m.kernels()) {
+    for (const ir::TensorParam& t : k.tensors()) {
+      std::vector<std::string> dims;
+      for (const ir::Dim& d : t.shape().dims())
+        dims.push_back(d.symbol().empty() ? absl::StrCat(d.size()) : d.symbol());
+      parts.push_back(absl::StrCat(t.name(), ":", ir::DType_Name(t.dtype()), "[",
+                                   absl::StrJoin(dims, ","), "]"));
+    }
+    for (const ir::ScalarParam& s : k.scalars())
+      parts.push_back(absl::StrCat(s.name(), ":", ir::DType_Name(s.dtype())));
+  }
+  return absl::StrJoin(parts, " ");
+}
+
+}  // namespace
+
+absl::StatusOr<ir::Module> ApplyGuard(const ir::Module& module,
+                                      const portfolio::ShapeGuard& guard) {
+  ir::Module out = module;
+  for (const portfolio::ScalarGuard& g : guard.scalars()) {
+    if (g.multiple_of() < 0 || g.multiple_of() > kMaxGuardMultiple)
+      return absl::InvalidArgumentError(absl::StrCat("guard on '", g.scalar(), "': multiple_of ",
+                                                     g.multiple_of(), " outside [0, ",
+                                                     kMaxGuardMultiple, "]"));
+    bool found = false;
+    for (ir::Kernel& k : *out.mutable_kernels())
+      for (ir::ScalarParam& s : *k.mutable_scalars()) {
+        if (s.name() != g.scalar()) continue;
+        found = true;
+        const int64_t lo = std::max(s.min(), g.min());
+        const int64_t hi = std::min(UpperBound(s.max()), UpperBound(g.max()));
+        const int64_t declared = std::max<int64_t>(s.multiple_of(), 1);
+        const int64_t multiple = std::lcm(declared, std::max<int64_t>(g.multiple_of(), 1));
+        if (multiple > kMaxGuardMultiple)
+          return absl::InvalidArgumentError(absl::StrCat(
+              "guard on '", g.scalar(), "': multiple of ", declared, " and of ", g.multiple_of(),
+              " is a multiple of ", multiple, ", beyond ", kMaxGuardMultiple));
+        // The least admitted value: lo rounded up to the multiple.
+        const int64_t first = lo <= 0 ? 0 : (lo + multiple - 1) / multiple * multiple;
+        if (lo > hi || first > hi)
+          return absl::InvalidArgumentError(absl::StrCat(
+              "guard on '", g.scalar(), "' admits no value: [", lo, ", ",
+              hi == std::numeric_limits<int64_t>::max() ? "inf" : absl::StrCat(hi),
+              "] has no multiple of ", multiple));
+        s.set_min(lo);
+        s.set_max(hi == std::numeric_limits<int64_t>::max() ? 0 : hi);
+        s.set_multiple_of(multiple > 1 ? multiple : 0);
+      }
+    if (!found)
+      return absl::InvalidArgumentError(
+          absl::StrCat("guard names scalar '", g.scalar(), "', which no kernel declares"));
+  }
+  return out;
+}
+
+portfolio::ShapeGuard DeclaredFacts(const ir::Kernel& kernel) {
+  portfolio::ShapeGuard g;
+  for (const ir::ScalarParam& s : kernel.scalars()) {
+    portfolio::ScalarGuard* f = g.add_scalars();
+    f->set_scalar(s.name());
+    f->set_min(s.min());
+    f->set_max(s.max());
+    f->set_multiple_of(s.multiple_of() > 1 ? s.multiple_of() : 0);
+  }
+  return g;
+}
+
+bool GuardAdmits(const portfolio::ShapeGuard& guard, const ScalarValues& scalars) {
+  for (const portfolio::ScalarGuard& g : guard.scalars()) {
+    auto it = scalars.find(g.scalar());
+    if (it == scalars.end()) return false;
+    const int64_t v = it->second;
+    if (v < g.min() || v > UpperBound(g.max())) return false;
+    if (g.multiple_of() > 1 && v % g.multiple_of() != 0) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<int> Dispatch(const portfolio::DispatcherManifest& manifest,
+                             const ScalarValues& scalars) {
+  for (int i = 0; i < manifest.entries_size(); ++i)
+    if (GuardAdmits(manifest.entries(i).guard(), scalars)) return i;
+  std::vector<std::string> values;
+  for (const auto& [name, v] : scalars) values.push_back(absl::StrCat(name, "=", v));
+  return absl::NotFoundError(absl::StrCat("no entry of portfolio '", manifest.portfolio(),
+                                          "' admits ", absl::StrJoin(values, " "),
+                                          " (not even the fallback: the kernel's declared "
+                                          "facts exclude it)"));
+}
+
+absl::Status CheckPortfolio(const portfolio::Portfolio& p) {
+  if (p.members_size() < 1 || p.members_size() > kMaxPortfolioMembers)
+    return absl::InvalidArgumentError(absl::StrCat("a portfolio has 1 to ", kMaxPortfolioMembers,
+                                                   " guarded members; this one has ",
+                                                   p.members_size()));
+  if (p.fallback().schedule_file().empty())
+    return absl::InvalidArgumentError("the portfolio has no fallback schedule");
+  if (p.fallback().guard().scalars_size() != 0)
+    return absl::InvalidArgumentError(
+        "the fallback carries a guard: it must take every shape the kernel declares");
+  std::set<std::string> names;
+  std::vector<const portfolio::Member*> all;
+  for (const portfolio::Member& m : p.members()) all.push_back(&m);
+  all.push_back(&p.fallback());
+  for (const portfolio::Member* m : all) {
+    const std::string name = m->name().empty() && m == &p.fallback() ? "fallback" : m->name();
+    if (name.empty() || name.size() > 64)
+      return absl::InvalidArgumentError("every member needs a name of 1 to 64 characters");
+    if (!names.insert(name).second)
+      return absl::InvalidArgumentError(absl::StrCat("member name '", name, "' is used twice"));
+    const std::filesystem::path file(m->schedule_file());
+    if (file.empty() || file.is_absolute())
+      return absl::InvalidArgumentError(absl::StrCat(
+          "member '", name, "': schedule_file must be a path relative to the portfolio"));
+    if (m->guard().scalars_size() > 16)
+      return absl::InvalidArgumentError(
+          absl::StrCat("member '", name, "': a guard states at most 16 scalar facts"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<portfolio::Portfolio> ParsePortfolioFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open portfolio file"));
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  const std::string text = buf.str();
+  if (text.size() > kMaxScheduleTextBytes)
+    return absl::InvalidArgumentError(absl::StrCat(path, ": portfolio text is ", text.size(),
+                                                   " bytes (limit ", kMaxScheduleTextBytes, ")"));
+  portfolio::Portfolio p;
+  google::protobuf::TextFormat::Parser parser;
+  parser.SetRecursionLimit(kMaxTextNesting);
+  if (!parser.ParseFromString(text, &p))
+    return absl::InvalidArgumentError(absl::StrCat(path, ": malformed portfolio text"));
+  return p;
+}
+
+absl::StatusOr<PortfolioResult> CompilePortfolio(const portfolio::Portfolio& p,
+                                                 const std::filesystem::path& base_dir,
+                                                 const TargetInfo& target,
+                                                 const CompileOptions& options) {
+  if (absl::Status s = CheckPortfolio(p); !s.ok()) return s;
+  PortfolioResult result;
+  result.manifest.set_portfolio(p.name());
+  result.manifest.set_target(std::string(target.name));
+  std::vector<const portfolio::Member*> all;
+  for (const portfolio::Member& m : p.members()) all.push_back(&m);
+  all.push_back(&p.fallback());
+  // Parsed first, so a bad file costs no compile and the signatures compare before any work.
+  std::vector<ParsedModule> parsed;
+  for (const portfolio::Member* m : all) {
+    auto module = ParseModuleFile((base_dir / m->schedule_file()).string());
+    if (!module.ok()) return module.status();
+    parsed.push_back(*std::move(module));
+  }
+  const std::string signature = Signature(parsed.back().module);
+  bool complete = true;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const portfolio::Member& m = *all[i];
+    PortfolioMemberResult r;
+    r.name = m.name().empty() && i + 1 == all.size() ? "fallback" : m.name();
+    r.file = m.schedule_file();
+    auto fail = [&](std::string why) {
+      r.error = std::move(why);
+      complete = false;
+      result.members.push_back(std::move(r));
+    };
+    if (Signature(parsed[i].module) != signature) {
+      fail(absl::StrCat("takes (", Signature(parsed[i].module), ") but the fallback takes (",
+                        signature, ")"));
+      continue;
+    }
+    auto guarded = ApplyGuard(parsed[i].module, m.guard());
+    if (!guarded.ok()) {
+      fail(std::string(guarded.status().message()));
+      continue;
+    }
+    ParsedModule under_guard = parsed[i];
+    under_guard.module = *std::move(guarded);
+    auto compiled = Compile(under_guard, target, options);
+    if (!compiled.ok()) return compiled.status();
+    r.analysis = compiled->analysis;
+    if (!compiled->receipt.has_value()) {
+      fail(absl::StrCat("not verified under its guard (verdict ",
+                        report::Verdict_Name(compiled->analysis.verdict()), ")"));
+      continue;
+    }
+    r.receipt = compiled->receipt;
+    if (compiled->receipt->outcome() != report::LoweringReceipt::PASS) {
+      fail("compiled, but its receipt failed (SASS forms or spills)");
+      continue;
+    }
+    portfolio::DispatcherManifest::Entry* e = result.manifest.add_entries();
+    e->set_name(r.name);
+    *e->mutable_guard() = DeclaredFacts(under_guard.module.kernels(0));
+    e->set_schedule_hash(compiled->receipt->schedule_hash());
+    e->set_cubin_sha256(compiled->receipt->cubin_sha256());
+    e->set_kernel_symbol(compiled->receipt->kernel_symbol());
+    e->set_lowering_version(compiled->receipt->lowering_version());
+    e->set_artifact_key(compiled->receipt->artifact_key());
+    *e->mutable_launch() = compiled->receipt->launch();
+    *e->mutable_receipt() = *compiled->receipt;
+    result.members.push_back(std::move(r));
+  }
+  result.complete = complete;
+  return result;
+}
+
+}  // namespace cake::compiler
