@@ -152,7 +152,8 @@ int RunPortfolio(const std::string& path, const std::string& target_name,
     std::cerr << "member " << m.name << " (" << m.file << "): " << m.error << "\n";
     for (const report::Diagnostic& d : m.analysis.diagnostics())
       if (d.severity() == report::ERROR || d.severity() == report::UNKNOWN)
-        PrintDiagnostic(d, FileLines((std::filesystem::path(path).parent_path() / m.file).string()));
+        PrintDiagnostic(d,
+                        FileLines((std::filesystem::path(path).parent_path() / m.file).string()));
   }
   std::cout << cc::ToJson(r->manifest) << "\n";
   return r->complete ? kExitOk : kExitRejected;

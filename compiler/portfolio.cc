@@ -63,10 +63,10 @@ absl::StatusOr<ir::Module> ApplyGuard(const ir::Module& module,
         // The least admitted value: lo rounded up to the multiple.
         const int64_t first = lo <= 0 ? 0 : (lo + multiple - 1) / multiple * multiple;
         if (lo > hi || first > hi)
-          return absl::InvalidArgumentError(absl::StrCat(
-              "guard on '", g.scalar(), "' admits no value: [", lo, ", ",
-              hi == std::numeric_limits<int64_t>::max() ? "inf" : absl::StrCat(hi),
-              "] has no multiple of ", multiple));
+          return absl::InvalidArgumentError(
+              absl::StrCat("guard on '", g.scalar(), "' admits no value: [", lo, ", ",
+                           hi == std::numeric_limits<int64_t>::max() ? "inf" : absl::StrCat(hi),
+                           "] has no multiple of ", multiple));
         s.set_min(lo);
         s.set_max(hi == std::numeric_limits<int64_t>::max() ? 0 : hi);
         s.set_multiple_of(multiple > 1 ? multiple : 0);

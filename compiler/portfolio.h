@@ -56,7 +56,7 @@ struct PortfolioMemberResult {
 };
 
 struct PortfolioResult {
-  portfolio::DispatcherManifest manifest;    // entries of the members that compiled, in order
+  portfolio::DispatcherManifest manifest;      // entries of the members that compiled, in order
   std::vector<PortfolioMemberResult> members;  // the guarded members, then the fallback
   bool complete = false;  // every member and the fallback compiled (PASS), one signature
 };

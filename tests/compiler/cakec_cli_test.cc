@@ -132,5 +132,36 @@ TEST(Cakec, EmitPrintsDeterministicSource) {
   EXPECT_NE(a.out.find("extern \"C\" __global__"), std::string::npos);
 }
 
+TEST(Cakec, PortfolioPrintsTheManifestAndNamesFailingMembers) {
+  const auto dir = testing::FreshDir("cakec_portfolio");
+  CliRun ok = Cakec({"portfolio", Src("portfolios/gemm_bf16.textproto"), "--target", "sm_120f",
+                     "--store", (dir / "store").string()});
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  for (const char* name : {"\"full_tiles\"", "\"skinny_split_k\"", "\"general\""})
+    EXPECT_NE(ok.out.find(name), std::string::npos) << name;
+  EXPECT_NE(ok.out.find("\"cubin_sha256\""), std::string::npos);
+
+  // The unmasked member without its guard: rejected, named with its diagnostic; exit 1.
+  std::ofstream(dir / "full_tiles.textproto")
+      << testing::ReadText(Src("portfolios/gemm_bf16/full_tiles.textproto"));
+  std::ofstream(dir / "general.textproto")
+      << testing::ReadText(Src("examples/gemm_bf16.textproto"));
+  std::ofstream(dir / "p.textproto")
+      << "name: \"unguarded\"\n"
+      << "members { name: \"full_tiles\" schedule_file: \"full_tiles.textproto\" }\n"
+      << "fallback { name: \"general\" schedule_file: \"general.textproto\" }\n";
+  CliRun bad = Cakec({"portfolio", (dir / "p.textproto").string(), "-t", "sm_120f", "--store",
+                      (dir / "store").string()});
+  EXPECT_EQ(bad.code, 1) << bad.err;
+  EXPECT_NE(bad.err.find("member full_tiles"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("DIAG_TAIL_UNMASKED"), std::string::npos) << bad.err;
+
+  std::ofstream(dir / "malformed.textproto") << "members { name: ";
+  CliRun malformed = Cakec({"portfolio", (dir / "malformed.textproto").string(), "-t", "sm_120f"});
+  EXPECT_EQ(malformed.code, 2);
+  EXPECT_NE(malformed.err.find("malformed portfolio"), std::string::npos) << malformed.err;
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace cake
