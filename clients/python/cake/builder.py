@@ -12,7 +12,7 @@ from google.protobuf import text_format
 
 from cake import ir_pb2
 
-_TRANSFERS = {"cp_async": ir_pb2.CP_ASYNC}
+_TRANSFERS = {"cp_async": ir_pb2.CP_ASYNC, "tma": ir_pb2.TMA}
 _TARGETS = {"sm_120f": ir_pb2.SM_120F, "sm_120a": ir_pb2.SM_120A, "sm_121a": ir_pb2.SM_121A,
             "sm_90": ir_pb2.SM_90}
 
@@ -41,6 +41,7 @@ class Schedule:
     transfer: str = "cp_async"
     padding_elements: int = 8
     smem: str = "ROW_MAJOR"  # shared representation: ROW_MAJOR (padded), SWIZZLE_64B, SWIZZLE_128B
+    k_slices: int = 1  # split-K: CTAs per output tile, merged through the daemon's workspace
     changed: tuple = field(default_factory=tuple)  # the decisions changed from the first one
 
     @staticmethod
@@ -68,7 +69,8 @@ class Schedule:
         return self._with("warps", warp_rows=rows, warp_cols=cols)
 
     def pipeline(self, stages: int, transfer: str = "cp_async") -> "Schedule":
-        """The shared-memory ring: 1..4 stages, filled with `transfer`."""
+        """The shared-memory ring: 1..4 stages, filled with `transfer` ("cp_async", or "tma":
+        one thread's tensor-map box copies, which need swizzled stages: see with_swizzle)."""
         _require(isinstance(stages, int) and 1 <= stages <= 4,
                  f"pipeline stages must be 1..4, not {stages!r}")
         _require(transfer in _TRANSFERS,
@@ -87,17 +89,27 @@ class Schedule:
         _require(row_bytes in (64, 128), f"swizzle must be 64 or 128 bytes, not {row_bytes!r}")
         return self._with("swizzle", smem=f"SWIZZLE_{row_bytes}B", padding_elements=0)
 
+    def with_split_k(self, slices: int) -> "Schedule":
+        """Split-K: `slices` CTAs (2..64) share each output tile, each over a contiguous run of
+        k-tiles; their FP32 partials are merged in slice order through a workspace (1 = none)."""
+        _require(isinstance(slices, int) and 1 <= slices <= 64,
+                 f"k slices must be 1..64, not {slices!r}")
+        return self._with("split_k", k_slices=slices)
+
     def label(self) -> str:
         repr_ = (f"pad{self.padding_elements}" if self.smem == "ROW_MAJOR"
                  else "swz" + self.smem[len("SWIZZLE_"):-1])
         return (f"{self.tile_m}x{self.tile_n}x{self.tile_k} w{self.warp_rows}x{self.warp_cols} "
-                f"s{self.stages} {repr_}")
+                f"s{self.stages} {repr_}" + (" tma" if self.transfer == "tma" else "")
+                + (f" k{self.k_slices}" if self.k_slices > 1 else ""))
 
     def module(self) -> ir_pb2.Module:
         """The schedule as the IR proto."""
         _require(self.tile_m % (16 * self.warp_rows) == 0 and self.tile_n % (8 * self.warp_cols) == 0,
                  f"a {self.tile_m}x{self.tile_n} tile does not split over {self.warp_rows}x"
                  f"{self.warp_cols} warps into whole mma tiles")
+        _require(self.transfer != "tma" or self.smem != "ROW_MAJOR",
+                 "a TMA ring needs swizzled stages (with_swizzle): TMA cannot write padded rows")
         m = ir_pb2.Module()
         text_format.Parse(_TEMPLATE.format(
             name=self.name, target=ir_pb2.Arch.Name(_TARGETS[self.target]),
@@ -107,7 +119,9 @@ class Schedule:
             stages=self.stages, transfer=ir_pb2.Transfer.Name(_TRANSFERS[self.transfer]),
             smem=self.smem,
             pad=(f" padding_elements: {self.padding_elements}" if self.smem == "ROW_MAJOR"
-                 else "")), m)
+                 else ""),
+            split=(f" k_slices: {self.k_slices} k_merge: K_MERGE_ORDERED_WORKSPACE"
+                   if self.k_slices > 1 else "")), m)
         return m
 
     def text(self) -> str:
@@ -151,7 +165,7 @@ kernels {{
   buffers {{ name: "b_stage" space: SHARED dtype: BF16 pipeline: "ab" alignment_bytes: 128
     shape {{ dims {{ size: {tn} }} dims {{ size: {tk} }} }}
     representation {{ kind: {smem}{pad} }} }}
-  work {{ name: "tiles" static_tiles {{ output: "C" tile_m: {tm} tile_n: {tn} }} }}
+  work {{ name: "tiles" static_tiles {{ output: "C" tile_m: {tm} tile_n: {tn}{split} }} }}
   ops {{ id: "main" role_region {{ role: "compute" }}
     body {{ id: "tile_loop" for_each_tile {{ work: "tiles" }}
       body {{ id: "k_loop" for_k_tiles {{ k: "K" extent: {tk} }}
