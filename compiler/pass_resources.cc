@@ -107,6 +107,33 @@ void RunResourcePass(const PassContext& ctx, DiagnosticSink& sink, CheckCounter&
           .Evidence(absl::StrCat("threads_per_cta = ", threads))
           .Message("too many threads per CTA");
     const int regs = EstimateRegistersPerThread(g);
+    // With every role's budget stated (setmaxnreg), threads do not all hold the same count: the
+    // role pass checks the budgets' sum against the register file, and here the accumulator's
+    // owner must be given at least the estimate.
+    bool redistributed = g.kernel->roles_size() > 0;
+    for (const ir::Role& r : g.kernel->roles()) redistributed &= r.register_budget() > 0;
+    if (redistributed) {
+      for (const ir::Accumulator& acc : g.kernel->accumulators()) {
+        auto owner = g.roles.find(acc.owner());
+        if (owner == g.roles.end()) continue;
+        ++checks;
+        if (owner->second->register_budget() < regs)
+          sink.Error(report::DIAG_REGISTER_BUDGET_EXCEEDED)
+              .Path(g.DeclPath("roles", acc.owner()))
+              .Role(acc.owner())
+              .Resource(acc.name())
+              .Condition("the accumulator owner's register budget >= the estimate")
+              .Evidence(absl::StrCat("budget ", owner->second->register_budget(), " < estimate ",
+                                     regs,
+                                     " registers/thread (accumulators + one k-step of "
+                                     "fragments + ",
+                                     kAddressAndLoopRegisters, ")"))
+              .Repair("a larger budget for the owner, taken from another role")
+              .Message(absl::StrCat("accumulator '", acc.name(), "' does not fit role '",
+                                    acc.owner(), "''s register budget"));
+      }
+      continue;
+    }
     ++checks;
     if (regs > ctx.target->max_registers_per_thread ||
         static_cast<int64_t>(regs) * std::max(threads, 1) > ctx.target->registers_per_sm) {

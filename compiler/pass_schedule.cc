@@ -52,6 +52,64 @@ void CheckConvergence(const KernelGraph& g, DiagnosticSink& sink, CheckCounter& 
   }
 }
 
+// setmaxnreg (a role's register_budget) is executed by every warp of a warpgroup alike, so a
+// role with a budget owns whole aligned warpgroups; once any role redistributes registers every
+// role must state its budget, and the budgets must fit the SM's register file.
+void CheckRegisterBudgets(const KernelGraph& g, const TargetInfo& target, DiagnosticSink& sink,
+                          CheckCounter& checks) {
+  int with_budget = 0;
+  int64_t registers = 0;
+  std::vector<std::string> shares;
+  for (const ir::Role& r : g.kernel->roles()) {
+    if (r.register_budget() == 0) continue;
+    ++with_budget;
+    registers += int64_t{r.register_budget()} * 32 * r.warps_size();
+    shares.push_back(
+        absl::StrCat(r.name(), " ", r.warps_size(), " warps x 32 x ", r.register_budget()));
+    const std::set<int> own(r.warps().begin(), r.warps().end());
+    ++checks;
+    for (int w : own) {
+      const int first = w / 4 * 4;
+      if (own.count(first) && own.count(first + 1) && own.count(first + 2) && own.count(first + 3))
+        continue;
+      sink.Error(report::DIAG_ROLE_REGISTER_WARPGROUP)
+          .Path(g.DeclPath("roles", r.name()))
+          .Role(r.name())
+          .Condition("a role with a register budget owns whole warpgroups (warps 4k..4k+3)")
+          .Evidence(absl::StrCat("warp ", w, " is in '", r.name(), "' but warps ", first, "..",
+                                 first + 3, " are not all"))
+          .Repair("give the role whole warpgroups, or no register budget")
+          .Message(
+              absl::StrCat("setmaxnreg in role '", r.name(), "' would run in part of a warpgroup"));
+      break;
+    }
+  }
+  if (with_budget == 0) return;
+  ++checks;
+  if (with_budget < g.kernel->roles_size()) {
+    std::vector<std::string> without;
+    for (const ir::Role& r : g.kernel->roles())
+      if (r.register_budget() == 0) without.push_back(r.name());
+    sink.Error(report::DIAG_MISSING_FIELD)
+        .Path(g.DeclPath("roles", without.front()))
+        .Role(without.front())
+        .Condition("once one role redistributes registers, every role states its budget")
+        .Evidence(absl::StrCat("no register_budget: ", absl::StrJoin(without, ", ")))
+        .Message("register budgets cover only some roles: the SM's total cannot be checked");
+    return;
+  }
+  ++checks;
+  if (registers > target.registers_per_sm)
+    sink.Error(report::DIAG_REGISTER_BUDGET_EXCEEDED)
+        .Path(g.path)
+        .Resource("registers")
+        .Condition(absl::StrCat("roles' register budgets <= ", target.registers_per_sm,
+                                " registers per SM (", target.name, ")"))
+        .Evidence(absl::StrCat(absl::StrJoin(shares, " + "), " = ", registers))
+        .Repair("lower a role's budget (a loader role needs few registers)")
+        .Message("register budgets exceed the register file");
+}
+
 void CheckRoles(const KernelGraph& g, DiagnosticSink& sink, CheckCounter& checks) {
   const int warps = g.kernel->launch().threads_per_cta() / 32;
   std::map<int, std::string> owner;
@@ -494,7 +552,10 @@ void RunConvergencePass(const PassContext& ctx, DiagnosticSink& sink, CheckCount
 }
 
 void RunRolePass(const PassContext& ctx, DiagnosticSink& sink, CheckCounter& checks) {
-  for (const auto& g : ctx.graphs) CheckRoles(*g, sink, checks);
+  for (const auto& g : ctx.graphs) {
+    CheckRoles(*g, sink, checks);
+    CheckRegisterBudgets(*g, *ctx.target, sink, checks);
+  }
 }
 
 void RunPipelinePass(const PassContext& ctx, DiagnosticSink& sink, CheckCounter& checks) {
