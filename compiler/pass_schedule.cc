@@ -2,14 +2,20 @@
 //  * Aligned warp operations (ldmatrix, mma.sync, setmaxnreg, warp reductions) need a complete
 //    converged warp: they may not sit under a per-thread branch, and an unknown branch uniformity
 //    is unknown, not pass.
-//  * Roles partition the CTA's warps; an accumulator is used only by its owning role.
+//  * Roles partition the CTA's warps; an accumulator is used only by its owning role; register
+//    budgets (setmaxnreg) cover whole warpgroups, every role, and fit the register file; every
+//    participant of a rendezvous (named barrier) arrives as often, in the same loops.
 //  * Each pipeline generation goes Free -> Filling -> Ready -> Reading -> Free: produced by a
 //    declared producer, consumed by a declared consumer in the same iteration domain, released
 //    after the last read of its storage.
+#include <algorithm>
+#include <map>
 #include <set>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "passes.h"
 
 namespace cake::compiler {
@@ -551,10 +557,150 @@ void RunConvergencePass(const PassContext& ctx, DiagnosticSink& sink, CheckCount
   for (const auto& g : ctx.graphs) CheckConvergence(*g, sink, checks);
 }
 
+// A rendezvous is a named barrier over the threads of the roles it names: each of them must
+// arrive as often, in the same loops, as the others. A role that skips it or leaves its region
+// first leaves the rest waiting forever. Arrivals under a per-warp or per-thread branch are
+// partial (rejected); under a CTA-uniform branch, or in loops the analysis cannot relate across
+// roles, the match is unknown.
+void CheckRendezvous(const KernelGraph& g, DiagnosticSink& sink, CheckCounter& checks) {
+  struct Barrier {
+    std::vector<std::string> roles;
+    std::map<std::string, std::map<std::string, int>> arrivals;  // role -> loop nest -> count
+    const OpNode* first = nullptr;
+  };
+  std::map<std::string, Barrier> barriers;  // by the sorted participant set
+  for (const auto& np : g.nodes) {
+    if (!np->op->has_rendezvous()) continue;
+    const OpNode& n = *np;
+    std::vector<std::string> roles(n.op->rendezvous().roles().begin(),
+                                   n.op->rendezvous().roles().end());
+    std::sort(roles.begin(), roles.end());
+    roles.erase(std::unique(roles.begin(), roles.end()), roles.end());
+    ++checks;
+    if (roles.empty()) {
+      sink.Error(report::DIAG_MISSING_FIELD)
+          .Op(n.op->id())
+          .Path(n.path)
+          .Condition("a rendezvous names its participant roles")
+          .Message("rendezvous without participants");
+      continue;
+    }
+    bool known = true;
+    for (const std::string& r : roles) {
+      ++checks;
+      if (g.roles.count(r)) continue;
+      known = false;
+      sink.Error(report::DIAG_UNDEFINED_REFERENCE)
+          .Op(n.op->id())
+          .Path(n.path)
+          .Role(r)
+          .Message(absl::StrCat("rendezvous names undeclared role '", r, "'"));
+    }
+    if (!known) continue;
+    ++checks;
+    if (!std::binary_search(roles.begin(), roles.end(), n.role)) {
+      sink.Error(report::DIAG_MISPLACED_OP)
+          .Op(n.op->id())
+          .Path(n.path)
+          .Role(n.role)
+          .Condition("a rendezvous runs in a role it names")
+          .Evidence(absl::StrCat("in role '", n.role.empty() ? "(none)" : n.role,
+                                 "', participants ", absl::StrJoin(roles, ", ")))
+          .Message("rendezvous outside its participants' regions");
+      continue;
+    }
+    ++checks;
+    if (const OpNode* branch = EnclosingBranch(n)) {
+      const ir::Uniformity u = branch->op->if_uniform().uniformity();
+      auto d = u == ir::UNIFORM_WARP || u == ir::NON_UNIFORM
+                   ? sink.Error(report::DIAG_RENDEZVOUS_MISMATCH)
+                   : sink.Unknown(report::DIAG_RENDEZVOUS_MISMATCH);
+      d.Op(n.op->id())
+          .Path(n.path)
+          .Role(n.role)
+          .Condition("every thread of every participant arrives")
+          .Evidence(absl::StrCat("'", n.op->id(), "' sits under '", branch->op->id(), "' (",
+                                 ir::Uniformity_Name(u), ")"))
+          .Repair("hoist the rendezvous out of the branch")
+          .Message(u == ir::UNIFORM_WARP || u == ir::NON_UNIFORM
+                       ? "some threads of the role skip the named barrier"
+                       : "named-barrier arrival under a branch is not analyzed");
+      continue;
+    }
+    Barrier& b = barriers[absl::StrJoin(roles, ",")];
+    b.roles = roles;
+    if (b.first == nullptr) b.first = &n;
+    ++b.arrivals[n.role][absl::StrJoin(n.loop_nest, " > ")];
+  }
+  // A role's arrivals as loop nests, without the k loops that provably run once (K's declared
+  // maximum within one k-tile), or (tiles_only) without any k loop.
+  auto nests = [&g](const std::map<std::string, int>& arrivals, bool tiles_only) {
+    std::multiset<std::string> out;
+    for (const auto& [loops, count] : arrivals) {
+      std::vector<std::string> kept;
+      for (absl::string_view header : absl::StrSplit(loops, " > ", absl::SkipEmpty())) {
+        std::vector<std::string> parts = absl::StrSplit(header, ':');
+        if (parts[0] == "k" && parts.size() == 3) {
+          if (tiles_only) continue;
+          auto si = g.scalars.find(parts[1]);
+          int64_t extent = 0;
+          if (si != g.scalars.end() && si->second->max() > 0 &&
+              absl::SimpleAtoi(parts[2], &extent) && si->second->max() <= extent)
+            continue;
+        }
+        kept.push_back(std::string(header));
+      }
+      for (int i = 0; i < count; ++i) out.insert(absl::StrJoin(kept, " > "));
+    }
+    return out;
+  };
+  for (const auto& [key, b] : barriers) {
+    ++checks;
+    const std::map<std::string, int> none;
+    auto arrivals_of = [&](const std::string& r) -> const std::map<std::string, int>& {
+      auto it = b.arrivals.find(r);
+      return it == b.arrivals.end() ? none : it->second;
+    };
+    const auto& reference = arrivals_of(b.first->role);
+    std::vector<std::string> evidence;
+    bool same = true, some_never = false, same_tiles = true;
+    for (const std::string& r : b.roles) {
+      const auto& mine = arrivals_of(r);
+      std::vector<std::string> where;
+      for (const auto& [loops, count] : mine)
+        where.push_back(absl::StrCat(count, "x in [", loops, "]"));
+      evidence.push_back(
+          absl::StrCat(r, ": ", where.empty() ? "never arrives" : absl::StrJoin(where, ", ")));
+      some_never |= mine.empty();
+      same &= nests(mine, false) == nests(reference, false);
+      same_tiles &= nests(mine, true) == nests(reference, true);
+    }
+    if (same) continue;
+    // A participant that never arrives, or arrivals that differ only by k loops of the same tile
+    // loops (counts differ for some admitted K), deadlock; arrivals in tile loops of other work
+    // schedules may still match, which this analysis does not decide (unknown).
+    const bool deadlock = some_never || same_tiles;
+    auto d = deadlock ? sink.Error(report::DIAG_RENDEZVOUS_MISMATCH)
+                      : sink.Unknown(report::DIAG_RENDEZVOUS_MISMATCH);
+    d.Op(b.first->op->id())
+        .Path(b.first->path)
+        .Resource(absl::StrCat("rendezvous {", key, "}"))
+        .Condition("every participant role arrives as often, in the same loops")
+        .Evidence(absl::StrJoin(evidence, "; "))
+        .Repair("give every participant the rendezvous at the same place in its loops")
+        .Message(some_never   ? "a participant leaves or skips the named barrier: the others wait "
+                                "forever"
+                 : same_tiles ? "participants arrive a different number of times per tile (a k "
+                                "loop): the barrier's generations drift apart and deadlock"
+                              : "participants arrive in loops the analysis cannot relate");
+  }
+}
+
 void RunRolePass(const PassContext& ctx, DiagnosticSink& sink, CheckCounter& checks) {
   for (const auto& g : ctx.graphs) {
     CheckRoles(*g, sink, checks);
     CheckRegisterBudgets(*g, *ctx.target, sink, checks);
+    CheckRendezvous(*g, sink, checks);
   }
 }
 

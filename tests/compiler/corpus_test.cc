@@ -171,5 +171,45 @@ TEST(Examples, GemmVerifiesOnEveryTarget) {
   }
 }
 
+// The legal twins of the rendezvous corpus files: both roles arrive once per tile (no
+// mismatch), and the loader's arrival per k-tile matches the compute role's per tile only when
+// K is declared to fit one k-tile.
+TEST(Roles, RendezvousTwins) {
+  const std::string base =
+      testing::ReadText(testing::SourceDir() / "examples/fp8_gemm_pipelined.textproto");
+  // Inserts `line` after the first line containing `anchor`.
+  auto insert_after = [](std::string text, const std::string& anchor, const std::string& line) {
+    const size_t found = text.find(anchor);
+    EXPECT_NE(found, std::string::npos) << anchor;
+    return text.insert(text.find('\n', found) + 1, line + "\n");
+  };
+  auto mismatch = [](const std::string& text) {
+    auto parsed = compiler::ParseModuleText(text, "twin");
+    EXPECT_TRUE(parsed.ok()) << parsed.status();
+    if (!parsed.ok()) return report::ERROR;
+    const auto a = compiler::Analyze(*parsed, **compiler::TargetByName("sm_120f"));
+    for (const auto& d : a->report.diagnostics())
+      if (d.id() == report::DIAG_RENDEZVOUS_MISMATCH) return d.severity();
+    return report::SEVERITY_UNSPECIFIED;
+  };
+  const std::string both = "rendezvous { roles: [\"loader\", \"compute\"] } }";
+  // The compute role after its store; the loader first in its tile loop (first for_each_tile).
+  const std::string compute_per_tile = insert_after(base, "id: \"store\" store_accumulator",
+                                                    "      body { id: \"tile_done\" " + both);
+  const std::string per_tile = insert_after(compute_per_tile, "for_each_tile { work: \"tiles\" }",
+                                            "      body { id: \"tile_start\" " + both);
+  EXPECT_EQ(mismatch(per_tile), report::SEVERITY_UNSPECIFIED);
+  // The loader inside its k loop instead (first for_k_tiles): a mismatch for K > 32 ...
+  const std::string per_k = insert_after(compute_per_tile, "for_k_tiles { k: \"K\" extent: 32 }",
+                                         "        body { id: \"k_start\" " + both);
+  EXPECT_EQ(mismatch(per_k), report::ERROR);
+  // ... and none when K is declared to be one k-tile at most.
+  std::string one_k_tile = per_k;
+  const std::string k_decl = "scalars { name: \"K\"";
+  ASSERT_NE(one_k_tile.find(k_decl), std::string::npos);
+  one_k_tile.insert(one_k_tile.find(k_decl) + k_decl.size(), " max: 32");
+  EXPECT_EQ(mismatch(one_k_tile), report::SEVERITY_UNSPECIFIED);
+}
+
 }  // namespace
 }  // namespace cake
