@@ -60,9 +60,12 @@ absl::StatusOr<ir::Module> ApplyGuard(const ir::Module& module,
           return absl::InvalidArgumentError(absl::StrCat(
               "guard on '", g.scalar(), "': multiple of ", declared, " and of ", g.multiple_of(),
               " is a multiple of ", multiple, ", beyond ", kMaxGuardMultiple));
-        // The least admitted value: lo rounded up to the multiple.
-        const int64_t first = lo <= 0 ? 0 : (lo + multiple - 1) / multiple * multiple;
-        if (lo > hi || first > hi)
+        // Some multiple lies in [lo, hi]: lo rounded up to the multiple, without overflow.
+        const int64_t rem = ((lo % multiple) + multiple) % multiple;
+        const bool admits =
+            lo <= hi && (rem == 0 || static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) >=
+                                         static_cast<uint64_t>(multiple - rem));
+        if (!admits)
           return absl::InvalidArgumentError(
               absl::StrCat("guard on '", g.scalar(), "' admits no value: [", lo, ", ",
                            hi == std::numeric_limits<int64_t>::max() ? "inf" : absl::StrCat(hi),
@@ -144,21 +147,25 @@ absl::Status CheckPortfolio(const portfolio::Portfolio& p) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<portfolio::Portfolio> ParsePortfolioText(absl::string_view text,
+                                                        absl::string_view file) {
+  if (text.size() > kMaxScheduleTextBytes)
+    return absl::InvalidArgumentError(absl::StrCat(file, ": portfolio text is ", text.size(),
+                                                   " bytes (limit ", kMaxScheduleTextBytes, ")"));
+  portfolio::Portfolio p;
+  google::protobuf::TextFormat::Parser parser;
+  parser.SetRecursionLimit(kMaxTextNesting);
+  if (!parser.ParseFromString(std::string(text), &p))
+    return absl::InvalidArgumentError(absl::StrCat(file, ": malformed portfolio text"));
+  return p;
+}
+
 absl::StatusOr<portfolio::Portfolio> ParsePortfolioFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open portfolio file"));
   std::ostringstream buf;
   buf << in.rdbuf();
-  const std::string text = buf.str();
-  if (text.size() > kMaxScheduleTextBytes)
-    return absl::InvalidArgumentError(absl::StrCat(path, ": portfolio text is ", text.size(),
-                                                   " bytes (limit ", kMaxScheduleTextBytes, ")"));
-  portfolio::Portfolio p;
-  google::protobuf::TextFormat::Parser parser;
-  parser.SetRecursionLimit(kMaxTextNesting);
-  if (!parser.ParseFromString(text, &p))
-    return absl::InvalidArgumentError(absl::StrCat(path, ": malformed portfolio text"));
-  return p;
+  return ParsePortfolioText(buf.str(), path);
 }
 
 absl::StatusOr<PortfolioResult> CompilePortfolio(const portfolio::Portfolio& p,

@@ -44,7 +44,10 @@ absl::StatusOr<int> Dispatch(const portfolio::DispatcherManifest& manifest,
 // with a schedule and no guard, member files named relative to the portfolio file.
 absl::Status CheckPortfolio(const portfolio::Portfolio& p);
 
-// Parses a portfolio in protobuf text format (size-limited like schedules).
+// Parses a portfolio in protobuf text format (size- and depth-limited like schedules);
+// InvalidArgument prefixed with `file` when malformed.
+absl::StatusOr<portfolio::Portfolio> ParsePortfolioText(absl::string_view text,
+                                                        absl::string_view file);
 absl::StatusOr<portfolio::Portfolio> ParsePortfolioFile(const std::string& path);
 
 struct PortfolioMemberResult {

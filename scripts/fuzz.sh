@@ -2,14 +2,14 @@
 # Builds the fuzz targets with every library instrumented (clang, ASan + UBSan + coverage;
 # build-fuzz/) and runs each for SECONDS (default 600) from its committed corpus, then merges
 # what it found into tests/fuzz/corpus/NAME (minimized: only inputs that add coverage).
-#   scripts/fuzz.sh [SECONDS] [NAME ...]     NAME: parse_analyze rpc_request worker_reply
+#   scripts/fuzz.sh [SECONDS] [NAME ...]     NAME: parse_analyze rpc_request worker_reply portfolio
 # Crashes are written to build-fuzz/crashes/NAME/ and make the script exit 1.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-600}
 shift || true
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(parse_analyze rpc_request worker_reply)
+[ ${#names[@]} -gt 0 ] || names=(parse_analyze rpc_request worker_reply portfolio)
 build="$root/build-fuzz"
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCAKE_FUZZ=ON -DCAKE_WERROR=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
