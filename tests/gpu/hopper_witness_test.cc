@@ -187,6 +187,23 @@ class HopperWitness : public ::testing::Test {
     }
   }
 
+  // Compiling `module` for sm_90 with every pass run stops at analysis with `id`.
+  static void ExpectRejectedWith(const ir::Module& module, report::DiagId id) {
+    compiler::ParsedModule parsed;
+    parsed.module = module;
+    parsed.file = report::DiagId_Name(id);
+    auto sm90 = compiler::TargetByName("sm_90");
+    ASSERT_TRUE(sm90.ok());
+    compiler::CompileOptions checked;
+    checked.store_root = (fs::temp_directory_path() / "cake_witness_store").string();
+    auto rejected = compiler::Compile(parsed, **sm90, checked);
+    ASSERT_TRUE(rejected.ok()) << rejected.status();
+    EXPECT_FALSE(rejected->receipt.has_value());
+    bool diagnosed = false;
+    for (const report::Diagnostic& d : rejected->analysis.diagnostics()) diagnosed |= d.id() == id;
+    EXPECT_TRUE(diagnosed) << compiler::ToJson(rejected->analysis);
+  }
+
   static inline gpuqueue::CudaDriver* driver_ = nullptr;
   static inline gpuqueue::ScopedContext* ctx_ = nullptr;
   static inline std::string skip_reason_;
@@ -279,20 +296,7 @@ TEST_F(HopperWitness, ReuseBeforeReleaseGoesWrongOnTheGpu) {
   // [load_a, load_b, mma, release] -> [load_a, release, load_b, mma]
   for (int i = 3; i > 1; --i) consume->mutable_body()->SwapElements(i, i - 1);
 
-  compiler::ParsedModule parsed;
-  parsed.module = illegal;
-  parsed.file = "reuse_before_release";
-  auto sm90 = compiler::TargetByName("sm_90");
-  ASSERT_TRUE(sm90.ok());
-  compiler::CompileOptions checked;
-  checked.store_root = (fs::temp_directory_path() / "cake_witness_store").string();
-  auto rejected = compiler::Compile(parsed, **sm90, checked);
-  ASSERT_TRUE(rejected.ok()) << rejected.status();
-  EXPECT_FALSE(rejected->receipt.has_value());
-  bool diagnosed = false;
-  for (const report::Diagnostic& d : rejected->analysis.diagnostics())
-    diagnosed |= d.id() == report::DIAG_PIPE_REUSE_BEFORE_RELEASE;
-  EXPECT_TRUE(diagnosed) << compiler::ToJson(rejected->analysis);
+  ExpectRejectedWith(illegal, report::DIAG_PIPE_REUSE_BEFORE_RELEASE);
 
   // Many k tiles, so refills race with the other warps' reads (small enough for racecheck).
   static const Shape kRaceShapes[] = {
@@ -330,24 +334,12 @@ TEST_F(HopperWitness, UnmergedSplitKGoesWrongOnTheGpu) {
   p.smem = ir::Representation::SWIZZLE_128B, p.padding = 0, p.transfer = ir::TMA;
   p.k_slices = 2;
   p.k_merge = ir::K_MERGE_NONE;
-  compiler::ParsedModule parsed;
-  parsed.module = workloads::gemm_bf16::MakeWarpGemm(p);
-  parsed.file = "split_k_unmerged";
-  auto sm90 = compiler::TargetByName("sm_90");
-  ASSERT_TRUE(sm90.ok());
-  compiler::CompileOptions checked;
-  checked.store_root = (fs::temp_directory_path() / "cake_witness_store").string();
-  auto rejected = compiler::Compile(parsed, **sm90, checked);
-  ASSERT_TRUE(rejected.ok()) << rejected.status();
-  EXPECT_FALSE(rejected->receipt.has_value());
-  bool diagnosed = false;
-  for (const report::Diagnostic& d : rejected->analysis.diagnostics())
-    diagnosed |= d.id() == report::DIAG_MEM_WRITE_RACE;
-  EXPECT_TRUE(diagnosed) << compiler::ToJson(rejected->analysis);
+  const ir::Module unmerged = workloads::gemm_bf16::MakeWarpGemm(p);
+  ExpectRejectedWith(unmerged, report::DIAG_MEM_WRITE_RACE);
 
   static const Shape kSplitShapes[] = {{256, 256, 1024}, {130, 200, 512}, {64, 512, 2048}};
   int unmerged_failures = 0;
-  RunModule(parsed.module, p, kSplitShapes, {"memory_effects"}, &unmerged_failures);
+  RunModule(unmerged, p, kSplitShapes, {"memory_effects"}, &unmerged_failures);
   p.k_merge = ir::K_MERGE_ORDERED_WORKSPACE;
   int merged_failures = 0;
   RunModule(workloads::gemm_bf16::MakeWarpGemm(p), p, kSplitShapes, {}, &merged_failures);
