@@ -654,7 +654,9 @@ void CheckRendezvous(const KernelGraph& g, DiagnosticSink& sink, CheckCounter& c
     }
     return out;
   };
-  for (const auto& [key, b] : barriers) {
+  for (const auto& entry : barriers) {
+    const std::string& key = entry.first;
+    const Barrier& b = entry.second;  // named: lambdas below capture it
     ++checks;
     const std::map<std::string, int> none;
     auto arrivals_of = [&](const std::string& r) -> const std::map<std::string, int>& {
