@@ -9,7 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/digest.h"
 #include "google/protobuf/text_format.h"
+#include "google/protobuf/util/json_util.h"
 #include "parse.h"
 #include "schedule_limits.h"
 
@@ -166,6 +168,46 @@ absl::StatusOr<portfolio::Portfolio> ParsePortfolioFile(const std::string& path)
   std::ostringstream buf;
   buf << in.rdbuf();
   return ParsePortfolioText(buf.str(), path);
+}
+
+absl::StatusOr<portfolio::DispatcherManifest> LoadManifest(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open manifest"));
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  const std::string text = buf.str();
+  // A manifest carries every entry's receipt; 16 MiB is far beyond any real one.
+  if (text.size() > (size_t{16} << 20))
+    return absl::InvalidArgumentError(absl::StrCat(path, ": manifest of ", text.size(), " bytes"));
+  portfolio::DispatcherManifest m;
+  google::protobuf::util::JsonParseOptions opts;
+  if (auto s = google::protobuf::util::JsonStringToMessage(text, &m, opts); !s.ok())
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a dispatcher manifest: ", std::string(s.message())));
+  if (m.entries_size() < 1 || m.entries_size() > kMaxPortfolioMembers + 1)
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", m.entries_size(), " entries (1 to ",
+                                                   kMaxPortfolioMembers + 1, ")"));
+  auto is_sha256 = [](const std::string& h) {
+    return h.size() == 64 && h.find_first_not_of("0123456789abcdef") == std::string::npos;
+  };
+  for (const auto& e : m.entries()) {
+    const std::string what = absl::StrCat(path, ": entry '", e.name(), "'");
+    if (!is_sha256(e.schedule_hash()) || !is_sha256(e.cubin_sha256()) ||
+        e.kernel_symbol().empty() || e.launch().args_size() == 0)
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " lacks a schedule hash, cubin hash, symbol or launch"));
+    const std::filesystem::path cubin =
+        std::filesystem::path(e.receipt().artifact_dir()) / "kernel.cubin";
+    std::ifstream cin(cubin, std::ios::binary);
+    if (!cin)
+      return absl::InvalidArgumentError(absl::StrCat(what, ": cubin ", cubin.string(), " missing"));
+    std::ostringstream bytes;
+    bytes << cin.rdbuf();
+    if (base::Sha256Hex(bytes.str()) != e.cubin_sha256())
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": cubin ", cubin.string(), " does not have the hash the manifest states"));
+  }
+  return m;
 }
 
 absl::StatusOr<PortfolioResult> CompilePortfolio(const portfolio::Portfolio& p,

@@ -64,6 +64,12 @@ struct PortfolioResult {
   bool complete = false;  // every member and the fallback compiled (PASS), one signature
 };
 
+// Reads a dispatcher manifest (the JSON `cakec portfolio` prints) the way a runtime loads it:
+// 1..kMaxPortfolioMembers + 1 entries, each with a schedule hash, a cubin hash and a launch, and
+// every entry's cubin (receipt.artifact_dir/kernel.cubin) present with the hash the manifest
+// states. InvalidArgument naming the entry otherwise; NotFound for an unreadable file.
+absl::StatusOr<portfolio::DispatcherManifest> LoadManifest(const std::string& path);
+
 // Checks the portfolio, then verifies and compiles every member under its guard and the fallback
 // unguarded for `target`. A member that fails stays out of the manifest with its reason; the
 // manifest is complete only when none failed. InvalidArgument for a malformed portfolio or an

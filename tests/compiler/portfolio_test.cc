@@ -11,6 +11,7 @@
 
 #include "base/digest.h"
 #include "compiler/analysis.h"
+#include "compiler/artifact_store.h"
 #include "compiler/canonical.h"
 #include "test_util.h"
 
@@ -153,6 +154,37 @@ TEST_F(BundledPortfolio, EveryMemberCompilesAndTheManifestMatchesTheStore) {
   const auto full =
       testing::MustParse(testing::SourceDir() / "portfolios/gemm_bf16/full_tiles.textproto");
   EXPECT_NE(manifest.entries(0).schedule_hash(), compiler::ScheduleHash(full.module));
+}
+
+TEST_F(BundledPortfolio, ARuntimeLoadsTheManifestAndRefusesATamperedOne) {
+  ASSERT_NE(result_, nullptr);
+  const fs::path dir = testing::FreshDir("cake_manifest");
+  const std::string json = compiler::ToJson(result_->manifest);
+  std::ofstream(dir / "manifest.json") << json;
+  auto loaded = compiler::LoadManifest((dir / "manifest.json").string());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->SerializeAsString(), result_->manifest.SerializeAsString());
+  auto runs = compiler::Dispatch(*loaded, {{"M", 16}, {"N", 4096}, {"K", 4096}});
+  ASSERT_TRUE(runs.ok());
+  EXPECT_EQ(loaded->entries(*runs).name(), "skinny_split_k");
+
+  // An entry naming another entry's cubin hash: its cubin file no longer matches.
+  std::string swapped = json;
+  const std::string first = result_->manifest.entries(0).cubin_sha256();
+  const std::string other = result_->manifest.entries(1).cubin_sha256();
+  swapped.replace(swapped.find(first), first.size(), other);
+  std::ofstream(dir / "swapped.json") << swapped;
+  auto refused = compiler::LoadManifest((dir / "swapped.json").string());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("does not have the hash"), std::string::npos)
+      << refused.status();
+  std::ofstream(dir / "other.json") << "{\"rows\": 3}";
+  EXPECT_FALSE(compiler::LoadManifest((dir / "other.json").string()).ok());
+  std::ofstream(dir / "empty.json") << "{}";
+  EXPECT_FALSE(compiler::LoadManifest((dir / "empty.json").string()).ok());
+  EXPECT_EQ(compiler::LoadManifest((dir / "absent.json").string()).status().code(),
+            absl::StatusCode::kNotFound);
+  fs::remove_all(dir);
 }
 
 TEST_F(BundledPortfolio, DispatchTakesTheFirstAdmittingEntry) {
