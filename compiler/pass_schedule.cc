@@ -4,7 +4,8 @@
 //    is unknown, not pass.
 //  * Roles partition the CTA's warps; an accumulator is used only by its owning role; register
 //    budgets (setmaxnreg) cover whole warpgroups, every role, and fit the register file; every
-//    participant of a rendezvous (named barrier) arrives as often, in the same loops.
+//    participant of a rendezvous (named barrier) arrives as often, in the same loops, and the
+//    participant sets fit the CTA's named barriers.
 //  * Each pipeline generation goes Free -> Filling -> Ready -> Reading -> Free: produced by a
 //    declared producer, consumed by a declared consumer in the same iteration domain, released
 //    after the last read of its storage.
@@ -562,7 +563,8 @@ void RunConvergencePass(const PassContext& ctx, DiagnosticSink& sink, CheckCount
 // first leaves the rest waiting forever. Arrivals under a per-warp or per-thread branch are
 // partial (rejected); under a CTA-uniform branch, or in loops the analysis cannot relate across
 // roles, the match is unknown.
-void CheckRendezvous(const KernelGraph& g, DiagnosticSink& sink, CheckCounter& checks) {
+void CheckRendezvous(const KernelGraph& g, const TargetInfo& target, DiagnosticSink& sink,
+                     CheckCounter& checks) {
   struct Barrier {
     std::vector<std::string> roles;
     std::map<std::string, std::map<std::string, int>> arrivals;  // role -> loop nest -> count
@@ -631,6 +633,22 @@ void CheckRendezvous(const KernelGraph& g, DiagnosticSink& sink, CheckCounter& c
     b.roles = roles;
     if (b.first == nullptr) b.first = &n;
     ++b.arrivals[n.role][absl::StrJoin(n.loop_nest, " > ")];
+  }
+  // Each participant set is one hardware barrier; id 0 stays the CTA-wide one.
+  ++checks;
+  if (static_cast<int>(barriers.size()) > target.named_barriers - 1) {
+    std::vector<std::string> sets;
+    for (const auto& entry : barriers) sets.push_back(absl::StrCat("{", entry.first, "}"));
+    sink.Error(report::DIAG_NAMED_BARRIERS_EXCEEDED)
+        .Op(barriers.begin()->second.first->op->id())
+        .Path(g.path)
+        .Resource("named barriers")
+        .Condition(
+            absl::StrCat("distinct rendezvous participant sets <= ", target.named_barriers - 1,
+                         " (", target.named_barriers, " barriers per CTA, id 0 CTA-wide)"))
+        .Evidence(absl::StrCat(barriers.size(), " sets: ", absl::StrJoin(sets, " ")))
+        .Repair("merge rendezvous over the same roles, or use fewer participant sets")
+        .Message("more named barriers than the hardware has");
   }
   // A role's arrivals as loop nests, without the k loops that provably run once (K's declared
   // maximum within one k-tile), or (tiles_only) without any k loop.
@@ -702,7 +720,7 @@ void RunRolePass(const PassContext& ctx, DiagnosticSink& sink, CheckCounter& che
   for (const auto& g : ctx.graphs) {
     CheckRoles(*g, sink, checks);
     CheckRegisterBudgets(*g, *ctx.target, sink, checks);
-    CheckRendezvous(*g, sink, checks);
+    CheckRendezvous(*g, *ctx.target, sink, checks);
   }
 }
 

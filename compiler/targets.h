@@ -39,6 +39,9 @@ struct TargetInfo {
   // Largest thread block cluster a launch may request: the portable limit of 8 (CUDA
   // programming guide, compute capability 9.0 and later).
   int max_cluster_size = 8;
+  // Hardware named barriers per CTA (bar.sync ids 0..15); id 0 is the CTA-wide barrier
+  // __syncthreads and the pipelines' publish use.
+  int named_barriers = 16;
 };
 
 std::span<const TargetInfo> AllTargets();
