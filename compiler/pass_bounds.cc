@@ -18,14 +18,11 @@ struct LoopFacts {
 
 LoopFacts FactsFor(const KernelGraph& g, const OpNode& n) {
   LoopFacts f;
+  std::string work;
+  f.tiles = EnclosingTiles(g, n, &work);
   for (const std::string& header : n.loop_nest) {
     std::vector<std::string> parts = absl::StrSplit(header, ':');
-    if (parts[0] == "tile" && parts.size() == 2) {
-      auto wi = g.work.find(parts[1]);
-      if (wi == g.work.end()) continue;
-      if (wi->second->has_static_tiles()) f.tiles = &wi->second->static_tiles();
-      if (wi->second->has_persistent()) f.tiles = &wi->second->persistent().tiles();
-    } else if (parts[0] == "k" && parts.size() == 3) {
+    if (parts[0] == "k" && parts.size() == 3) {
       f.k_symbol = parts[1];
       (void)absl::SimpleAtoi(parts[2], &f.k_extent);
     }

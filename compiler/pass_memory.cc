@@ -3,27 +3,11 @@
 // tile (split-K) write the same set, which is a race unless the schedule merges their partials.
 // A store whose write set cannot be derived from the tile loop is reported unknown, not accepted.
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "passes.h"
 #include "schedule_limits.h"
 
 namespace cake::compiler {
 namespace {
-
-// The work schedule's tiles of the innermost enclosing tile loop, or nullptr.
-const ir::StaticTiles* EnclosingTiles(const KernelGraph& g, const OpNode& n, std::string* work) {
-  const ir::StaticTiles* tiles = nullptr;
-  for (const std::string& header : n.loop_nest) {
-    std::vector<std::string> parts = absl::StrSplit(header, ':');
-    if (parts[0] != "tile" || parts.size() != 2) continue;
-    auto wi = g.work.find(parts[1]);
-    if (wi == g.work.end()) continue;
-    *work = parts[1];
-    if (wi->second->has_static_tiles()) tiles = &wi->second->static_tiles();
-    if (wi->second->has_persistent()) tiles = &wi->second->persistent().tiles();
-  }
-  return tiles;
-}
 
 bool SameShape(const ir::Shape& a, const ir::Shape& b) {
   if (a.dims_size() != b.dims_size()) return false;

@@ -1,4 +1,5 @@
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "passes.h"
 
 namespace cake::compiler {
@@ -101,6 +102,20 @@ bool IsWarpCollective(const ir::Operation& op) {
     default:
       return false;
   }
+}
+
+const ir::StaticTiles* EnclosingTiles(const KernelGraph& g, const OpNode& n, std::string* work) {
+  const ir::StaticTiles* tiles = nullptr;
+  for (const std::string& header : n.loop_nest) {
+    std::vector<std::string> parts = absl::StrSplit(header, ':');
+    if (parts[0] != "tile" || parts.size() != 2) continue;
+    auto wi = g.work.find(parts[1]);
+    if (wi == g.work.end()) continue;
+    *work = parts[1];
+    if (wi->second->has_static_tiles()) tiles = &wi->second->static_tiles();
+    if (wi->second->has_persistent()) tiles = &wi->second->persistent().tiles();
+  }
+  return tiles;
 }
 
 }  // namespace cake::compiler

@@ -66,6 +66,10 @@ int BufferStages(const KernelGraph& g, const ir::Buffer& b);
 
 bool IsWarpCollective(const ir::Operation& op);
 
+// The tiles of the innermost tile loop enclosing `n` (static or persistent work), naming its
+// work schedule in `*work`; nullptr outside any tile loop.
+const ir::StaticTiles* EnclosingTiles(const KernelGraph& g, const OpNode& n, std::string* work);
+
 }  // namespace cake::compiler
 
 namespace cake::compiler {
