@@ -29,6 +29,7 @@
 #include "cake/service.grpc.pb.h"
 #include "clients/cakectl_output.h"
 #include "clients/report.h"
+#include "compiler/portfolio.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/json_util.h"
@@ -278,6 +279,10 @@ int main(int argc, char** argv) {
   cshow->add_option("ID", contract_id)->required();
   auto* propose = app.add_subcommand("propose", "Propose a schedule for a contract");
   propose->add_option("FILE", schedule_file, "Schedule (cake.ir.Module text)")->required();
+  bool propose_portfolio = false;
+  propose->add_flag("--portfolio", propose_portfolio,
+                    "FILE is a cake.portfolio.Portfolio: its member files (relative to FILE) are "
+                    "read and sent inline");
   propose->add_option("--contract", contract_id, "Contract id")->required();
   propose->add_option("--hypothesis", hypothesis_file, "cake.evidence.Hypothesis in text format");
   propose->add_option("--key", key, "Idempotency key");
@@ -508,10 +513,22 @@ int main(int argc, char** argv) {
     bool ok = false;
     svc::ProposeRequest req;
     req.set_contract_id(contract_id);
-    req.set_schedule_text(ReadFile(schedule_file, &ok));
-    if (!ok) {
-      std::cerr << "cakectl: cannot read " << schedule_file << "\n";
-      return kUsage;
+    if (propose_portfolio) {
+      auto p = cake::compiler::ParsePortfolioFile(schedule_file);
+      if (p.ok())
+        p = cake::compiler::InlineMemberFiles(*p,
+                                              std::filesystem::path(schedule_file).parent_path());
+      if (!p.ok()) {
+        std::cerr << "cakectl: " << p.status().message() << "\n";
+        return kUsage;
+      }
+      *req.mutable_portfolio() = *std::move(p);
+    } else {
+      req.set_schedule_text(ReadFile(schedule_file, &ok));
+      if (!ok) {
+        std::cerr << "cakectl: cannot read " << schedule_file << "\n";
+        return kUsage;
+      }
     }
     if (!hypothesis_file.empty() && !google::protobuf::TextFormat::ParseFromString(
                                         ReadFile(hypothesis_file, &ok), req.mutable_hypothesis())) {

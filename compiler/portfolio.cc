@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/digest.h"
+#include "canonical.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/json_util.h"
 #include "parse.h"
@@ -123,23 +124,37 @@ absl::Status CheckPortfolio(const portfolio::Portfolio& p) {
     return absl::InvalidArgumentError(absl::StrCat("a portfolio has 1 to ", kMaxPortfolioMembers,
                                                    " guarded members; this one has ",
                                                    p.members_size()));
-  if (p.fallback().schedule_file().empty())
+  if (p.fallback().schedule_file().empty() && p.fallback().schedule_text().empty())
     return absl::InvalidArgumentError("the portfolio has no fallback schedule");
   if (p.fallback().guard().scalars_size() != 0)
     return absl::InvalidArgumentError(
         "the fallback carries a guard: it must take every shape the kernel declares");
+  auto plain = [](const std::string& name) {
+    return name.size() <= 64 &&
+           name.find_first_not_of(
+               "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") ==
+               std::string::npos;
+  };
+  if (!plain(p.name()))
+    return absl::InvalidArgumentError(
+        "the portfolio's name has at most 64 characters from [A-Za-z0-9_.-]");
   std::set<std::string> names;
   std::vector<const portfolio::Member*> all;
   for (const portfolio::Member& m : p.members()) all.push_back(&m);
   all.push_back(&p.fallback());
   for (const portfolio::Member* m : all) {
     const std::string name = m->name().empty() && m == &p.fallback() ? "fallback" : m->name();
-    if (name.empty() || name.size() > 64)
-      return absl::InvalidArgumentError("every member needs a name of 1 to 64 characters");
+    // Names land in row names ("case @member"), logs and manifests: plain characters only.
+    if (name.empty() || !plain(name))
+      return absl::InvalidArgumentError(
+          "every member needs a name of 1 to 64 characters from [A-Za-z0-9_.-]");
     if (!names.insert(name).second)
       return absl::InvalidArgumentError(absl::StrCat("member name '", name, "' is used twice"));
+    if (m->schedule_file().empty() == m->schedule_text().empty())
+      return absl::InvalidArgumentError(
+          absl::StrCat("member '", name, "': give exactly one of schedule_file and schedule_text"));
     const std::filesystem::path file(m->schedule_file());
-    if (file.empty() || file.is_absolute())
+    if (!m->schedule_file().empty() && file.is_absolute())
       return absl::InvalidArgumentError(absl::StrCat(
           "member '", name, "': schedule_file must be a path relative to the portfolio"));
     if (m->guard().scalars_size() > 16)
@@ -160,6 +175,70 @@ absl::StatusOr<portfolio::Portfolio> ParsePortfolioText(absl::string_view text,
   if (!parser.ParseFromString(std::string(text), &p))
     return absl::InvalidArgumentError(absl::StrCat(file, ": malformed portfolio text"));
   return p;
+}
+
+absl::Status CheckSelfContained(const portfolio::Portfolio& p) {
+  if (absl::Status s = CheckPortfolio(p); !s.ok()) return s;
+  std::vector<const portfolio::Member*> all;
+  for (const portfolio::Member& m : p.members()) all.push_back(&m);
+  all.push_back(&p.fallback());
+  for (const portfolio::Member* m : all)
+    if (!m->schedule_file().empty())
+      return absl::InvalidArgumentError(absl::StrCat(
+          "member '", m->name().empty() ? "fallback" : m->name(), "' names schedule_file '",
+          m->schedule_file().substr(0, 200),
+          "': a proposed portfolio carries every schedule as schedule_text (the daemon reads no "
+          "file a proposal names; `cakectl propose --portfolio` inlines them)"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> PortfolioHash(const portfolio::Portfolio& p) {
+  if (absl::Status s = CheckSelfContained(p); !s.ok()) return s;
+  std::vector<const portfolio::Member*> all;
+  for (const portfolio::Member& m : p.members()) all.push_back(&m);
+  all.push_back(&p.fallback());
+  std::string canonical = absl::StrCat("cake.portfolio.v1\n", p.name(), "\n");
+  for (const portfolio::Member* m : all) {
+    const std::string name = m->name().empty() ? "fallback" : m->name();
+    auto module = ParseModuleText(m->schedule_text(), absl::StrCat(name, ".textproto"));
+    if (!module.ok()) return module.status();
+    // Dispatch order is meaning; the order a guard lists its facts is not.
+    std::vector<std::string> facts;
+    for (const portfolio::ScalarGuard& g : m->guard().scalars())
+      facts.push_back(absl::StrCat(g.scalar(), ":", g.min(), ":", g.max(), ":",
+                                   std::max<int64_t>(g.multiple_of(), 1)));
+    std::sort(facts.begin(), facts.end());
+    absl::StrAppend(&canonical, name, "\t", ScheduleHash(module->module), "\t",
+                    absl::StrJoin(facts, ","), "\n");
+  }
+  return base::Sha256Hex(canonical);
+}
+
+absl::StatusOr<portfolio::Portfolio> InlineMemberFiles(const portfolio::Portfolio& p,
+                                                       const std::filesystem::path& base_dir) {
+  if (absl::Status s = CheckPortfolio(p); !s.ok()) return s;
+  portfolio::Portfolio out = p;
+  std::vector<portfolio::Member*> all;
+  for (portfolio::Member& m : *out.mutable_members()) all.push_back(&m);
+  all.push_back(out.mutable_fallback());
+  size_t total = 0;
+  for (portfolio::Member* m : all) {
+    if (m->schedule_file().empty()) continue;
+    const std::filesystem::path file = base_dir / m->schedule_file();
+    std::ifstream in(file, std::ios::binary);
+    if (!in)
+      return absl::NotFoundError(absl::StrCat(file.string(), ": cannot open member schedule"));
+    std::ostringstream buf;
+    buf << in.rdbuf();
+    total += buf.str().size();
+    if (total > kMaxScheduleTextBytes)
+      return absl::InvalidArgumentError(
+          absl::StrCat("the portfolio's schedules come to more than ", kMaxScheduleTextBytes,
+                       " bytes (at member file ", file.string(), "), the limit of one proposal"));
+    m->set_schedule_text(buf.str());
+    m->clear_schedule_file();
+  }
+  return out;
 }
 
 absl::StatusOr<portfolio::Portfolio> ParsePortfolioFile(const std::string& path) {
@@ -224,7 +303,11 @@ absl::StatusOr<PortfolioResult> CompilePortfolio(const portfolio::Portfolio& p,
   // Parsed first, so a bad file costs no compile and the signatures compare before any work.
   std::vector<ParsedModule> parsed;
   for (const portfolio::Member* m : all) {
-    auto module = ParseModuleFile((base_dir / m->schedule_file()).string());
+    auto module = m->schedule_text().empty()
+                      ? ParseModuleFile((base_dir / m->schedule_file()).string())
+                      : ParseModuleText(
+                            m->schedule_text(),
+                            absl::StrCat(m->name().empty() ? "fallback" : m->name(), ".textproto"));
     if (!module.ok()) return module.status();
     parsed.push_back(*std::move(module));
   }
@@ -234,7 +317,7 @@ absl::StatusOr<PortfolioResult> CompilePortfolio(const portfolio::Portfolio& p,
     const portfolio::Member& m = *all[i];
     PortfolioMemberResult r;
     r.name = m.name().empty() && i + 1 == all.size() ? "fallback" : m.name();
-    r.file = m.schedule_file();
+    r.file = m.schedule_file().empty() ? "(inline)" : m.schedule_file();
     auto fail = [&](std::string why) {
       r.error = std::move(why);
       complete = false;

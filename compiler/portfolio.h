@@ -41,8 +41,24 @@ absl::StatusOr<int> Dispatch(const portfolio::DispatcherManifest& manifest,
                              const ScalarValues& scalars);
 
 // Structure only: 1..kMaxPortfolioMembers members with distinct non-empty names, a fallback
-// with a schedule and no guard, member files named relative to the portfolio file.
+// with a schedule and no guard, each member's schedule given once (a file named relative to the
+// portfolio file, or its text).
 absl::Status CheckPortfolio(const portfolio::Portfolio& p);
+
+// CheckPortfolio, and every member carries its schedule as schedule_text (what the daemon
+// accepts in a proposal: it never reads a file an agent names).
+absl::Status CheckSelfContained(const portfolio::Portfolio& p);
+
+// The portfolio's identity (a candidate's schedule_hash): SHA-256 over its name and, in dispatch
+// order, each member's name, canonical schedule hash and guard facts (in any order they are
+// listed). Needs a self-contained portfolio whose schedules parse.
+absl::StatusOr<std::string> PortfolioHash(const portfolio::Portfolio& p);
+
+// `p` with every schedule_file read (relative to `base_dir`) into schedule_text: the portfolio
+// as one self-contained message. InvalidArgument when the schedules come to more than
+// kMaxScheduleTextBytes together; NotFound for an unreadable file.
+absl::StatusOr<portfolio::Portfolio> InlineMemberFiles(const portfolio::Portfolio& p,
+                                                       const std::filesystem::path& base_dir);
 
 // Parses a portfolio in protobuf text format (size- and depth-limited like schedules);
 // InvalidArgument prefixed with `file` when malformed.

@@ -190,6 +190,9 @@ absl::StatusOr<evidence::Candidate> CandidateStore::Get(const std::string& id) {
       conn_->db().Prepare("SELECT body FROM measurements WHERE candidate_id = ? ORDER BY id"));
   m.Bind(1, id);
   while (m.Step()) c.add_measurements()->ParseFromString(m.Blob(0));
+  CAKE_ASSIGN_OR_RETURN(std::vector<portfolio::DispatcherManifest> manifests,
+                        evidence_->Manifests(id));
+  for (portfolio::DispatcherManifest& pm : manifests) *c.add_manifests() = std::move(pm);
   CAKE_ASSIGN_OR_RETURN(std::vector<evidence::EvidenceRecord> records,
                         evidence_->LatestRecords(id));
   for (evidence::EvidenceRecord& rec : records) *c.add_evidence() = std::move(rec);

@@ -65,6 +65,50 @@ absl::StatusOr<report::LoweringReceipt> EvidenceStore::GetReceipt(const std::str
   return r;
 }
 
+absl::Status EvidenceStore::PutManifest(const std::string& candidate,
+                                        const portfolio::DispatcherManifest& manifest) {
+  auto lock = conn_->Lock();
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt s, conn_->db().Prepare("INSERT OR REPLACE INTO portfolio_manifests(candidate_id, "
+                                  "target, body) VALUES (?, ?, ?)"));
+  return s.Bind(1, candidate)
+      .Bind(2, manifest.target())
+      .BindBlob(3, manifest.SerializeAsString())
+      .Run();
+}
+
+absl::StatusOr<portfolio::DispatcherManifest> EvidenceStore::GetManifest(
+    const std::string& candidate, const std::string& target) {
+  auto lock = conn_->Lock();
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt s, conn_->db().Prepare(
+                  "SELECT body FROM portfolio_manifests WHERE candidate_id = ? AND target = ?"));
+  s.Bind(1, candidate).Bind(2, target);
+  if (!s.Step()) {
+    CAKE_RETURN_IF_ERROR(s.status());
+    return absl::NotFoundError(absl::StrCat("no ", target, " manifest for ", candidate));
+  }
+  portfolio::DispatcherManifest m;
+  if (!m.ParseFromString(s.Blob(0))) return absl::DataLossError("manifest does not parse");
+  return m;
+}
+
+absl::StatusOr<std::vector<portfolio::DispatcherManifest>> EvidenceStore::Manifests(
+    const std::string& candidate) {
+  auto lock = conn_->Lock();
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt s, conn_->db().Prepare("SELECT body FROM portfolio_manifests WHERE candidate_id = ? "
+                                  "ORDER BY target"));
+  s.Bind(1, candidate);
+  std::vector<portfolio::DispatcherManifest> out;
+  while (s.Step()) {
+    if (!out.emplace_back().ParseFromString(s.Blob(0)))
+      return absl::DataLossError("manifest does not parse");
+  }
+  CAKE_RETURN_IF_ERROR(s.status());
+  return out;
+}
+
 absl::Status EvidenceStore::PutValidation(const std::string& candidate, int64_t job_id,
                                           const evidence::Validation& v) {
   auto lock = conn_->Lock();

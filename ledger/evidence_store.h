@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "cake/evidence.pb.h"
+#include "cake/portfolio.pb.h"
 #include "cake/report.pb.h"
 
 namespace cake::ledger {
@@ -23,6 +24,15 @@ class EvidenceStore {
   absl::Status PutReceipt(const std::string& candidate, const report::LoweringReceipt& r);
   absl::StatusOr<report::LoweringReceipt> GetReceipt(const std::string& candidate,
                                                      const std::string& target);
+  // A portfolio candidate's dispatcher manifest for one target (replacing an earlier one).
+  absl::Status PutManifest(const std::string& candidate,
+                           const portfolio::DispatcherManifest& manifest);
+  // NotFound when the candidate has none for `target` (it is not a portfolio).
+  absl::StatusOr<portfolio::DispatcherManifest> GetManifest(const std::string& candidate,
+                                                            const std::string& target);
+  // Every target's, ordered by target.
+  absl::StatusOr<std::vector<portfolio::DispatcherManifest>> Manifests(
+      const std::string& candidate);
   absl::Status PutValidation(const std::string& candidate, int64_t job_id,
                              const evidence::Validation& v);
   absl::Status PutMeasurement(const std::string& candidate, const evidence::Measurement& m);

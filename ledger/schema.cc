@@ -106,6 +106,13 @@ CREATE INDEX candidates_by_hypothesis ON candidates(contract_id, hypothesis_key)
 CREATE INDEX events_by_candidate ON events(candidate_id, id);
 )sql";
 
+// v6: portfolio candidates' dispatcher manifests, one per target.
+constexpr const char* kSchemaV6 = R"sql(
+CREATE TABLE portfolio_manifests (
+  candidate_id TEXT NOT NULL REFERENCES candidates(id), target TEXT NOT NULL, body BLOB NOT NULL,
+  PRIMARY KEY(candidate_id, target));
+)sql";
+
 constexpr const char* kContractTriggers = R"sql(
 CREATE TRIGGER contracts_immutable_update BEFORE UPDATE ON contracts
   BEGIN SELECT RAISE(ABORT, 'contracts are immutable: create a new contract'); END;
@@ -210,6 +217,7 @@ absl::Status Ledger::Migrate() {
   if (version < 3) CAKE_RETURN_IF_ERROR(MigrateToV3());
   if (version < 4) CAKE_RETURN_IF_ERROR(MigrateToV4());
   if (version < 5) CAKE_RETURN_IF_ERROR(MigrateToV5());
+  if (version < 6) CAKE_RETURN_IF_ERROR(db().Exec(kSchemaV6));
   // Later versions add `if (version < N)` steps here, each in this transaction.
   CAKE_RETURN_IF_ERROR(db().Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion)));
   return tx.Commit();

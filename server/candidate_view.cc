@@ -49,6 +49,7 @@ evidence::Candidate SummaryView(evidence::Candidate c) {
   c.set_summary(true);
   c.clear_schedule_text();
   c.clear_diagnostics();
+  c.clear_manifests();
   c.mutable_analysis()->clear_diagnostics();
   c.mutable_analysis()->clear_passes();
   report::LoweringReceipt* r = c.mutable_receipt();

@@ -52,6 +52,14 @@ worker::Request CompileRequest(const std::string& candidate, const std::string& 
   return r;
 }
 
+worker::Request CompilePortfolioRequest(const std::string& candidate, const portfolio::Portfolio& p,
+                                        const contract::Contract& c,
+                                        const std::string& store_root) {
+  worker::Request r = CompileRequest(candidate, "", c, store_root);
+  *r.mutable_compile()->mutable_portfolio() = p;
+  return r;
+}
+
 worker::Request ValidateRequest(ledger::JobKind kind, const std::string& candidate,
                                 const contract::Contract& c, const worker::KernelRef& kernel,
                                 uint64_t seed) {
@@ -98,6 +106,9 @@ std::chrono::milliseconds JobTimeout(const worker::Request& r, std::chrono::mill
                                      std::chrono::milliseconds gpu) {
   const ledger::JobKind kind = KindOf(r);
   std::chrono::milliseconds timeout = RunsOnGpu(kind) ? gpu : cpu;
+  // A portfolio compiles each member and its fallback: the compile limit is per schedule.
+  if (kind == ledger::JobKind::kCompile && r.compile().has_portfolio())
+    timeout *= r.compile().portfolio().members_size() + 1;
   if (kind == ledger::JobKind::kSanitize) {
     const auto policy = workloads::EffectivePolicy(r.sanitize().contract());
     const int per_tool = policy.sanitizer_timeout_s() > 0 ? policy.sanitizer_timeout_s() : 300;

@@ -20,6 +20,9 @@ bool RunsOnGpu(ledger::JobKind k);
 // Analysis and compilation for the contract's compile target, then its execution target.
 worker::Request CompileRequest(const std::string& candidate, const std::string& schedule_text,
                                const contract::Contract& c, const std::string& store_root);
+// The same for a portfolio (members inline): every member and the fallback per target.
+worker::Request CompilePortfolioRequest(const std::string& candidate, const portfolio::Portfolio& p,
+                                        const contract::Contract& c, const std::string& store_root);
 // kind: kValidate (a candidate's validation records) or kRegress (the incumbent re-checked).
 worker::Request ValidateRequest(ledger::JobKind kind, const std::string& candidate,
                                 const contract::Contract& c, const worker::KernelRef& kernel,
@@ -32,8 +35,9 @@ worker::Request MeasureRequest(const std::string& candidate, const contract::Con
                                const worker::KernelRef& challenger, int run, uint64_t seed,
                                bool regress = false);
 
-// The wall-clock limit of one attempt: the lane's limit, or for a sanitize job each tool's
-// limit (the contract's sanitizer_timeout_s, default 300 s) plus a minute, if that is longer.
+// The wall-clock limit of one attempt: the lane's limit (a portfolio's compile: per schedule), or
+// for a sanitize job each tool's limit (the contract's sanitizer_timeout_s, default 300 s) plus a
+// minute, if that is longer.
 std::chrono::milliseconds JobTimeout(const worker::Request& r, std::chrono::milliseconds cpu,
                                      std::chrono::milliseconds gpu);
 

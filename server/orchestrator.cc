@@ -22,6 +22,7 @@
 #include "gpuqueue/sandbox.h"
 #include "hypothesis_checks.h"
 #include "job_requests.h"
+#include "proposal.h"
 #include "request_limits.h"
 #include "spdlog/spdlog.h"
 #include "workloads/workload.h"
@@ -408,10 +409,25 @@ absl::Status Orchestrator::OnCompiled(const ledger::Job& job, const worker::Repl
     const auto& results = reply.compile().results();
     if (results.empty()) return absl::InternalError("compile reply has no results");
     CAKE_RETURN_IF_ERROR(ledger_->evidence().PutAnalysis(job.candidate_id, results[0].analysis()));
-    for (const worker::TargetResult& r : results)
+    for (const worker::TargetResult& r : results) {
       if (r.has_receipt())
         CAKE_RETURN_IF_ERROR(ledger_->evidence().PutReceipt(job.candidate_id, r.receipt()));
+      if (r.has_manifest()) {
+        portfolio::DispatcherManifest m = r.manifest();
+        m.set_target(r.target());
+        CAKE_RETURN_IF_ERROR(ledger_->evidence().PutManifest(job.candidate_id, m));
+      }
+    }
     for (const worker::TargetResult& r : results) {
+      // A portfolio is one candidate: any member that fails under its guard rejects it, the
+      // note naming the member (its analysis and receipt are the ones recorded for the target).
+      const std::string member =
+          r.portfolio_error().empty() ? "" : absl::StrCat(" (portfolio ", r.portfolio_error(), ")");
+      if (!r.portfolio_error().empty() && r.analysis().verdict() == report::VERIFIED &&
+          r.has_receipt() && r.receipt().outcome() == report::LoweringReceipt::PASS)
+        return Advance(
+            job.candidate_id, Step::kAnalysisRejected,
+            absl::StrCat("portfolio rejected on ", r.target(), ": ", r.portfolio_error()));
       if (r.analysis().verdict() != report::VERIFIED) {
         const bool unknown = r.analysis().verdict() == report::UNDETERMINED;
         std::string first;
@@ -423,7 +439,7 @@ absl::Status Orchestrator::OnCompiled(const ledger::Job& job, const worker::Repl
         return Advance(job.candidate_id, Step::kAnalysisRejected,
                        absl::StrCat(unknown ? "analysis unknown (unknown is not pass) on "
                                             : "analysis rejected on ",
-                                    r.target(), ": ", first));
+                                    r.target(), member, ": ", first));
       }
     }
     CAKE_RETURN_IF_ERROR(Advance(job.candidate_id, Step::kAnalyzed, ""));
@@ -434,7 +450,11 @@ absl::Status Orchestrator::OnCompiled(const ledger::Job& job, const worker::Repl
           why = absl::StrCat(report::DiagId_Name(r.receipt().failures(0).id()), ": ",
                              r.receipt().failures(0).message());
         return Advance(job.candidate_id, Step::kReceiptFailed,
-                       absl::StrCat("receipt failed on ", r.target(), ": ", why));
+                       absl::StrCat("receipt failed on ", r.target(),
+                                    r.portfolio_error().empty()
+                                        ? ""
+                                        : absl::StrCat(" (portfolio ", r.portfolio_error(), ")"),
+                                    ": ", why));
       }
     if (!execution_device_) return Advance(job.candidate_id, Step::kCompiled, device_note_);
     CAKE_RETURN_IF_ERROR(
@@ -452,6 +472,12 @@ absl::StatusOr<worker::KernelRef> Orchestrator::KernelFor(const std::string& can
   ref.set_candidate(candidate);
   CAKE_ASSIGN_OR_RETURN(*ref.mutable_receipt(),
                         ledger_->evidence().GetReceipt(candidate, c.execution_target()));
+  auto manifest = ledger_->evidence().GetManifest(candidate, c.execution_target());
+  if (manifest.ok()) {
+    *ref.mutable_manifest() = *std::move(manifest);
+  } else if (!absl::IsNotFound(manifest.status())) {
+    return manifest.status();
+  }
   return ref;
 }
 
@@ -515,19 +541,7 @@ absl::StatusOr<v1::GetContractReply> Orchestrator::GetContract(const std::string
 absl::StatusOr<v1::ProposeReply> Orchestrator::Propose(const v1::ProposeRequest& req, Role role) {
   CAKE_RETURN_IF_ERROR(CheckIdempotencyKey(req.idempotency_key()));
   CAKE_ASSIGN_OR_RETURN(contract::Contract c, ledger_->contracts().Get(req.contract_id()));
-  auto parsed = compiler::ParseModuleText(req.schedule_text(), "schedule.textproto");
-  if (!parsed.ok()) {
-    v1::ErrorDetail d;
-    d.set_diagnostic_id(report::DIAG_PARSE_ERROR);
-    d.set_field("schedule_text");
-    if (req.schedule_text().size() > compiler::kMaxScheduleTextBytes)
-      d.set_limit(static_cast<int64_t>(compiler::kMaxScheduleTextBytes));
-    return WithDetail(absl::InvalidArgumentError(parsed.status().message()), d);
-  }
-  if (parsed->module.kernels().empty())
-    return InvalidField("schedule_text",
-                        "schedule.textproto:1:1: the schedule declares no kernel; an empty "
-                        "schedule is not a candidate");
+  CAKE_ASSIGN_OR_RETURN(ProposedSchedules proposed, ReadProposal(req));
   const std::string branch = req.branch().empty() ? "main" : req.branch();
   CAKE_RETURN_IF_ERROR(CheckBranchName(branch));
   // An agent's proposal states its hypothesis; a parent is a candidate of this contract that
@@ -557,21 +571,21 @@ absl::StatusOr<v1::ProposeReply> Orchestrator::Propose(const v1::ProposeRequest&
   }
   // A schedule whose kernel lowers for another workload is refused before it costs a job.
   if (auto target = compiler::TargetByName(c.compile_target()); target.ok()) {
-    const auto analysis = compiler::Analyze(*parsed, **target);
+    const auto analysis = compiler::Analyze(proposed.representative, **target);
     if (analysis->report.lowering_supported() && analysis->report.operation() != c.operation())
-      return absl::FailedPreconditionError(
-          absl::StrCat("the schedule lowers with ", analysis->report.lowering(), " for operation '",
-                       analysis->report.operation(), "', but contract ", req.contract_id(),
-                       " is for '", c.operation(), "'"));
+      return absl::FailedPreconditionError(absl::StrCat(
+          proposed.portfolio ? "the portfolio's fallback" : "the schedule", " lowers with ",
+          analysis->report.lowering(), " for operation '", analysis->report.operation(),
+          "', but contract ", req.contract_id(), " is for '", c.operation(), "'"));
   }
-  const std::string hash = compiler::ScheduleHash(parsed->module);
+  const std::string& hash = proposed.hash;
   CAKE_ASSIGN_OR_RETURN(std::optional<v1::ProposeReply> repeat, AnswerRepeatedFailure(req, hash));
   if (repeat.has_value()) return *repeat;
   evidence::Candidate cand;
   cand.set_branch(branch);
   cand.set_contract_id(req.contract_id());
   cand.set_schedule_hash(hash);
-  cand.set_schedule_text(req.schedule_text());
+  cand.set_schedule_text(proposed.stored_text);
   cand.set_state(evidence::PROPOSED);
   cand.set_proposer(RoleName(role));
   cand.set_created_unix_ms(ledger::NowMs());
@@ -602,7 +616,10 @@ absl::StatusOr<v1::ProposeReply> Orchestrator::Propose(const v1::ProposeRequest&
     reply.set_candidate_id(ins.id);
     reply.set_duplicate(ins.existed);
     if (ins.existed) return absl::OkStatus();
-    return Enqueue(ins.id, CompileRequest(ins.id, req.schedule_text(), c, config_.store_root))
+    return Enqueue(ins.id,
+                   proposed.portfolio
+                       ? CompilePortfolioRequest(ins.id, *proposed.portfolio, c, config_.store_root)
+                       : CompileRequest(ins.id, proposed.stored_text, c, config_.store_root))
         .status();
   });
   if (!st.ok()) return st;

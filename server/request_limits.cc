@@ -22,6 +22,8 @@ const std::map<std::string, FieldLimit>& Overrides() {
   static const auto* table = new std::map<std::string, FieldLimit>{
       {"cake.v1.ProposeRequest.schedule_text", {compiler::kMaxScheduleTextBytes, 0}},
       {"cake.contract.Contract.baseline_schedule", {compiler::kMaxScheduleTextBytes, 0}},
+      // Each member's; together they are held to the same limit (server/proposal.cc).
+      {"cake.portfolio.Member.schedule_text", {compiler::kMaxScheduleTextBytes, 0}},
       {"cake.v1.ProposeRequest.contract_id", {kMaxIdBytes, 0}},
       {"cake.v1.ProposeRequest.idempotency_key", {kMaxIdempotencyKeyBytes, 0}},
       {"cake.v1.MeasureRequest.idempotency_key", {kMaxIdempotencyKeyBytes, 0}},

@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "cake/report.pb.h"
@@ -26,11 +27,16 @@ absl::StatusOr<Gpu> OpenGpu();
 struct KernelImage {
   std::string candidate;
   std::string cubin;
-  report::LoweringReceipt receipt;
+  report::LoweringReceipt receipt;  // a portfolio's: its fallback's
+  // A portfolio's manifest entries in dispatch order (each cubin checked against its hash);
+  // empty for one schedule.
+  std::vector<KernelEntryImage> entries;
 };
 absl::StatusOr<KernelImage> ReadKernelImage(const worker::KernelRef& ref);
 
-// ReadKernelImage, then a module of it.
+// A module of the image: its one kernel, or every entry of its portfolio.
+absl::StatusOr<std::unique_ptr<Kernel>> LoadImage(const CudaDriver& d, const KernelImage& image);
+// ReadKernelImage, then LoadImage.
 absl::StatusOr<std::unique_ptr<Kernel>> LoadKernel(const Gpu& g, const worker::KernelRef& ref);
 
 }  // namespace cake::gpuqueue

@@ -5,6 +5,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "compiler/portfolio.h"
 
 namespace cake::gpuqueue {
 
@@ -41,28 +43,70 @@ absl::Status DeviceBuffer::Fill32(uint32_t pattern) const {
   return d_->Check(d_->MemsetD32(ptr_, pattern, bytes_ / 4), "cuMemsetD32");
 }
 
-absl::StatusOr<std::unique_ptr<Kernel>> Kernel::Load(const CudaDriver& d, const std::string& cubin,
-                                                     const report::LoweringReceipt& receipt) {
+absl::Status Kernel::AddEntry(const std::string& name, const portfolio::ShapeGuard& guard,
+                              const std::string& cubin, const report::LoweringReceipt& receipt) {
   if (receipt.launch().args_size() == 0 || receipt.launch().threads_per_cta() <= 0)
     return absl::FailedPreconditionError(
         absl::StrCat("receipt of ", receipt.kernel_symbol(), " carries no launch"));
+  Entry& e = entries_.emplace_back();
+  e.name = name;
+  e.guard = guard;
+  absl::Status s = d_.Check(d_.ModuleLoadData(&e.module, cubin.data()), "cuModuleLoadData");
+  if (!s.ok()) return s;
+  s = d_.Check(d_.ModuleGetFunction(&e.fn, e.module, receipt.kernel_symbol().c_str()),
+               "cuModuleGetFunction");
+  if (!s.ok()) return s;
+  e.symbol = receipt.kernel_symbol();
+  e.launch = receipt.launch();
+  return d_.Check(d_.FuncSetAttribute(e.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                      static_cast<int>(e.launch.dynamic_shared_bytes())),
+                  "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+}
+
+absl::StatusOr<std::unique_ptr<Kernel>> Kernel::Load(const CudaDriver& d, const std::string& cubin,
+                                                     const report::LoweringReceipt& receipt) {
   std::unique_ptr<Kernel> k(new Kernel(d));
-  absl::Status s = d.Check(d.ModuleLoadData(&k->module_, cubin.data()), "cuModuleLoadData");
-  if (!s.ok()) return s;
-  s = d.Check(d.ModuleGetFunction(&k->fn_, k->module_, receipt.kernel_symbol().c_str()),
-              "cuModuleGetFunction");
-  if (!s.ok()) return s;
-  k->symbol_ = receipt.kernel_symbol();
-  k->launch_ = receipt.launch();
-  s = d.Check(d.FuncSetAttribute(k->fn_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                 static_cast<int>(k->launch_.dynamic_shared_bytes())),
-              "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
-  if (!s.ok()) return s;
+  if (absl::Status s = k->AddEntry(receipt.kernel_symbol(), {}, cubin, receipt); !s.ok()) return s;
+  return k;
+}
+
+absl::StatusOr<std::unique_ptr<Kernel>> Kernel::LoadEntries(
+    const CudaDriver& d, const std::vector<KernelEntryImage>& entries) {
+  if (entries.empty()) return absl::InvalidArgumentError("a portfolio kernel needs an entry");
+  std::unique_ptr<Kernel> k(new Kernel(d));
+  k->entries_.reserve(entries.size());
+  for (const KernelEntryImage& e : entries)
+    if (absl::Status s = k->AddEntry(e.name, e.guard, e.cubin, e.receipt); !s.ok())
+      return absl::Status(s.code(), absl::StrCat("portfolio entry '", e.name, "': ", s.message()));
   return k;
 }
 
 Kernel::~Kernel() {
-  if (module_ != nullptr && !d_.context_lost) d_.ModuleUnload(module_);
+  if (d_.context_lost) return;
+  for (Entry& e : entries_) {
+    e.workspace.reset();
+    if (e.module != nullptr) d_.ModuleUnload(e.module);
+  }
+}
+
+bool Kernel::Admits(int entry, const std::map<std::string, int64_t>& scalars) const {
+  return entry >= 0 && entry < entry_count() &&
+         compiler::GuardAdmits(entries_[entry].guard, scalars);
+}
+
+absl::StatusOr<int> Kernel::Dispatch(const std::map<std::string, int64_t>& scalars) const {
+  for (int i = 0; i < entry_count(); ++i)
+    if (Admits(i, scalars)) return i;
+  std::vector<std::string> values;
+  for (const auto& [name, v] : scalars) values.push_back(absl::StrCat(name, "=", v));
+  return absl::NotFoundError(
+      absl::StrCat("no entry of the kernel admits ", absl::StrJoin(values, " ")));
+}
+
+bool Kernel::HasSymbol(const std::string& symbol) const {
+  for (const Entry& e : entries_)
+    if (e.symbol == symbol) return true;
+  return false;
 }
 
 namespace {
@@ -170,38 +214,62 @@ absl::StatusOr<size_t> WorkspaceBytes(const report::LaunchSpec::Arg& a, const Ke
   return static_cast<size_t>(rounded);
 }
 
-absl::StatusOr<CUdeviceptr> Kernel::Workspace(const report::LaunchSpec::Arg& a,
+absl::StatusOr<CUdeviceptr> Kernel::Workspace(const Entry& e, const report::LaunchSpec::Arg& a,
                                               const KernelArgs& args, CUstream stream) const {
   auto bytes = WorkspaceBytes(a, args);
   if (!bytes.ok()) return bytes.status();
   const size_t need = *bytes;
   const std::string what = absl::StrCat("workspace '", a.name(), "'");
-  if (workspace_.has_value() && workspace_->bytes() >= need) return workspace_->ptr();
-  if (workspace_.has_value()) {
-    if (absl::Status s = d_.Check(d_.StreamSynchronize(stream), "cuStreamSynchronize"); !s.ok())
-      return s;
-    workspace_.reset();
+  // The kernel leaves the workspace as it found it only for the same extents: its arrival
+  // counters sit after the partials, so another shape's counters land on stale partials. A
+  // new layout starts from zeros, ordered on `stream` before the launch.
+  const std::pair<int64_t, int64_t> extents = {args.scalars.at(a.rows()),
+                                               args.scalars.at(a.cols())};
+  if (e.workspace.has_value() && e.workspace->bytes() >= need && e.workspace_extents == extents)
+    return e.workspace->ptr();
+  if (!e.workspace.has_value() || e.workspace->bytes() < need) {
+    if (e.workspace.has_value()) {
+      if (absl::Status s = d_.Check(d_.StreamSynchronize(stream), "cuStreamSynchronize"); !s.ok())
+        return s;
+      e.workspace.reset();
+    }
+    auto buffer = DeviceBuffer::Allocate(d_, need);
+    if (!buffer.ok())
+      return absl::ResourceExhaustedError(
+          absl::StrCat(what, " of ", need, " bytes: ", buffer.status().message()));
+    e.workspace.emplace(*std::move(buffer));
   }
-  auto buffer = DeviceBuffer::Allocate(d_, need);
-  if (!buffer.ok())
-    return absl::ResourceExhaustedError(
-        absl::StrCat(what, " of ", need, " bytes: ", buffer.status().message()));
-  if (absl::Status s = buffer->Fill32(0); !s.ok()) return s;
-  workspace_.emplace(*std::move(buffer));
-  return workspace_->ptr();
+  if (absl::Status s =
+          d_.Check(d_.MemsetD32Async(e.workspace->ptr(), 0, e.workspace->bytes() / 4, stream),
+                   "cuMemsetD32Async(workspace)");
+      !s.ok())
+    return s;
+  e.workspace_extents = extents;
+  return e.workspace->ptr();
 }
 
 absl::Status Kernel::Launch(CUstream stream, const KernelArgs& args) const {
+  auto entry = Dispatch(args.scalars);
+  if (!entry.ok()) return absl::InvalidArgumentError(entry.status().message());
+  return LaunchEntry(stream, args, *entry);
+}
+
+absl::Status Kernel::LaunchEntry(CUstream stream, const KernelArgs& args, int entry) const {
+  if (!Admits(entry, args.scalars))
+    return absl::FailedPreconditionError(
+        absl::StrCat("entry ", entry, " of the kernel was not verified for these scalars"));
+  const Entry& e = entries_[entry];
+  const report::LaunchSpec& launch = e.launch;
   // Parameter storage in argument order: 8-byte pointers, 32-bit scalars, 128-byte tensor maps
   // (64-byte aligned, as the kernel's parameter is).
   std::vector<CUdeviceptr> pointers;
   std::vector<int32_t> scalars;
   std::vector<CUtensorMap> maps;
-  pointers.reserve(launch_.args_size());
-  scalars.reserve(launch_.args_size());
-  maps.reserve(launch_.args_size());
+  pointers.reserve(launch.args_size());
+  scalars.reserve(launch.args_size());
+  maps.reserve(launch.args_size());
   std::vector<void*> params;
-  for (const report::LaunchSpec::Arg& a : launch_.args()) {
+  for (const report::LaunchSpec::Arg& a : launch.args()) {
     if (a.kind() == report::LaunchSpec::Arg::TENSOR) {
       auto it = args.tensors.find(a.name());
       if (it == args.tensors.end())
@@ -209,7 +277,7 @@ absl::Status Kernel::Launch(CUstream stream, const KernelArgs& args) const {
       pointers.push_back(it->second);
       params.push_back(&pointers.back());
     } else if (a.kind() == report::LaunchSpec::Arg::WORKSPACE) {
-      auto ptr = Workspace(a, args, stream);
+      auto ptr = Workspace(e, a, args, stream);
       if (!ptr.ok()) return ptr.status();
       pointers.push_back(*ptr);
       params.push_back(&pointers.back());
@@ -226,8 +294,8 @@ absl::Status Kernel::Launch(CUstream stream, const KernelArgs& args) const {
     }
   }
   unsigned grid[3] = {1, 1, 1};
-  const report::LaunchSpec::GridDim* dims[3] = {&launch_.grid_x(), &launch_.grid_y(),
-                                                &launch_.grid_z()};
+  const report::LaunchSpec::GridDim* dims[3] = {&launch.grid_x(), &launch.grid_y(),
+                                                &launch.grid_z()};
   for (int i = 0; i < 3; ++i) {
     if (dims[i]->extent().empty()) {
       grid[i] = static_cast<unsigned>(std::max(dims[i]->count(), 1));
@@ -240,9 +308,9 @@ absl::Status Kernel::Launch(CUstream stream, const KernelArgs& args) const {
     const int64_t div = std::max<int64_t>(dims[i]->divisor(), 1);
     grid[i] = static_cast<unsigned>(std::max<int64_t>((it->second + div - 1) / div, 1));
   }
-  return d_.Check(d_.LaunchKernel(fn_, grid[0], grid[1], grid[2],
-                                  static_cast<unsigned>(launch_.threads_per_cta()), 1, 1,
-                                  static_cast<unsigned>(launch_.dynamic_shared_bytes()), stream,
+  return d_.Check(d_.LaunchKernel(e.fn, grid[0], grid[1], grid[2],
+                                  static_cast<unsigned>(launch.threads_per_cta()), 1, 1,
+                                  static_cast<unsigned>(launch.dynamic_shared_bytes()), stream,
                                   params.data(), nullptr),
                   "cuLaunchKernel");
 }

@@ -10,8 +10,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "cake/portfolio.pb.h"
 #include "cake/report.pb.h"
 #include "cuda_driver.h"
 
@@ -49,34 +53,68 @@ struct KernelArgs {
 // InvalidArgument for a missing or out-of-range extent or a size beyond 2^62 bytes.
 absl::StatusOr<size_t> WorkspaceBytes(const report::LaunchSpec::Arg& a, const KernelArgs& args);
 
+// One compiled schedule of a dispatcher manifest, as the worker loads it.
+struct KernelEntryImage {
+  std::string name;
+  portfolio::ShapeGuard guard;  // the facts it was verified under; empty admits every shape
+  std::string cubin;
+  report::LoweringReceipt receipt;
+};
+
+// A loaded kernel: one module, or a portfolio's entries in dispatch order, each launched for the
+// shapes its guard admits (the first that does runs a launch, as a runtime dispatches).
 class Kernel {
  public:
   // FailedPrecondition when the receipt carries no launch (compile it again).
   static absl::StatusOr<std::unique_ptr<Kernel>> Load(const CudaDriver& d, const std::string& cubin,
                                                       const report::LoweringReceipt& receipt);
+  // A portfolio's entries; the last is its fallback. InvalidArgument when there are none.
+  static absl::StatusOr<std::unique_ptr<Kernel>> LoadEntries(
+      const CudaDriver& d, const std::vector<KernelEntryImage>& entries);
   ~Kernel();
-  // InvalidArgument naming a tensor or scalar the launch needs and `args` lacks.
+  // The dispatched entry: InvalidArgument naming a tensor or scalar the launch needs and `args`
+  // lacks, or when no entry admits `args`' scalars.
   absl::Status Launch(CUstream stream, const KernelArgs& args) const;
-  const std::string& symbol() const { return symbol_; }
-  const report::LaunchSpec& launch() const { return launch_; }
+  // Entry `entry` whatever dispatch would pick; FailedPrecondition when its guard does not admit
+  // the scalars (it was never verified for them).
+  absl::Status LaunchEntry(CUstream stream, const KernelArgs& args, int entry) const;
+  // The entry a launch with `scalars` runs; NotFound when none admits them.
+  absl::StatusOr<int> Dispatch(const std::map<std::string, int64_t>& scalars) const;
+  bool Admits(int entry, const std::map<std::string, int64_t>& scalars) const;
+  int entry_count() const { return static_cast<int>(entries_.size()); }
+  const std::string& entry_name(int entry) const { return entries_[entry].name; }
+  const report::LaunchSpec& entry_launch(int entry) const { return entries_[entry].launch; }
+  // True when `symbol` is one of the entries' kernels (a profiler span of this kernel).
+  bool HasSymbol(const std::string& symbol) const;
 
  private:
+  struct Entry {
+    std::string name;
+    portfolio::ShapeGuard guard;
+    CUmodule module = nullptr;
+    CUfunction fn = nullptr;
+    report::LaunchSpec launch;
+    std::string symbol;
+    // Per entry: a split-K kernel's counters sit after its own partials, where another
+    // entry's partials would be.
+    mutable std::optional<DeviceBuffer> workspace;
+    mutable std::pair<int64_t, int64_t> workspace_extents = {-1, -1};  // of its last zeroing
+  };
   explicit Kernel(const CudaDriver& d) : d_(d) {}
+  absl::Status AddEntry(const std::string& name, const portfolio::ShapeGuard& guard,
+                        const std::string& cubin, const report::LoweringReceipt& receipt);
   // The tensor map a TENSOR_MAP argument describes, over the bound tensor; InvalidArgument
   // naming the tensor when a binding is missing or the driver refuses the geometry.
   absl::StatusOr<CUtensorMap> EncodeTensorMap(const report::LaunchSpec::Arg& a,
                                               const KernelArgs& args) const;
-  // The WORKSPACE argument's buffer: allocated (and zeroed) at its launch size when none is
-  // large enough, after `stream` drains the launches that used the smaller one; the kernel
-  // leaves it zeroed, so later launches reuse it as it is.
-  absl::StatusOr<CUdeviceptr> Workspace(const report::LaunchSpec::Arg& a, const KernelArgs& args,
-                                        CUstream stream) const;
+  // The WORKSPACE argument's buffer: allocated at its launch size when none is large enough
+  // (after `stream` drains the launches that used the smaller one), and zeroed on `stream`
+  // whenever its extents differ from the last launch's; the kernel leaves it zeroed for the
+  // same extents, so a run of same-shape launches pays nothing.
+  absl::StatusOr<CUdeviceptr> Workspace(const Entry& e, const report::LaunchSpec::Arg& a,
+                                        const KernelArgs& args, CUstream stream) const;
   const CudaDriver& d_;
-  mutable std::optional<DeviceBuffer> workspace_;
-  CUmodule module_ = nullptr;
-  CUfunction fn_ = nullptr;
-  report::LaunchSpec launch_;
-  std::string symbol_;
+  std::vector<Entry> entries_;
 };
 
 }  // namespace cake::gpuqueue

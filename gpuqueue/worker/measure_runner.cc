@@ -168,7 +168,7 @@ absl::StatusOr<MeasureRunner::ArmSample> MeasureRunner::RunArm(Row& row, int arm
     const bool warm = c.cache == "warm";
     std::vector<uint64_t> durations;
     for (const CuptiSpans::Span& sp : cupti_->Collect())
-      if (sp.name == arm.kernel->symbol()) durations.push_back(sp.end_ns - sp.start_ns);
+      if (arm.kernel->HasSymbol(sp.name)) durations.push_back(sp.end_ns - sp.start_ns);
     if (durations.size() == size_t(n) * (warm ? 2 : 1)) {
       double ns = 0;
       for (size_t i = warm ? 1 : 0; i < durations.size(); i += warm ? 2 : 1)

@@ -21,11 +21,11 @@
 #include "compiler/compiler.h"
 #include "cupti_spans.h"
 #include "device_session.h"
-#include "measure_runner.h"
-#include "nlohmann/json.hpp"
 #include "device_workload.h"
 #include "google/protobuf/text_format.h"
 #include "gpuqueue/nvml.h"
+#include "measure_runner.h"
+#include "nlohmann/json.hpp"
 #include "protocol/paired_verdict.h"
 #include "workloads/workload.h"
 
@@ -186,8 +186,8 @@ int main(int argc, char** argv) {
                                     {"launches_checked", chk.launches_checked()},
                                     {"mismatches", chk.mismatches()},
                                     {"inputs_modified", chk.inputs_modified()}});
-    std::printf("timed outputs (%s): %lld launches checked, %lld mismatches\n",
-                chk.arm().c_str(), static_cast<long long>(chk.launches_checked()),
+    std::printf("timed outputs (%s): %lld launches checked, %lld mismatches\n", chk.arm().c_str(),
+                static_cast<long long>(chk.launches_checked()),
                 static_cast<long long>(chk.mismatches()));
   }
   if (!(*runner)->notes().empty()) std::printf("notes: %s\n", (*runner)->notes().c_str());

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <optional>
 #include <random>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -129,14 +130,15 @@ int64_t BytesDiffering(const std::string& got, const std::string& want) {
 }
 
 // Poison, launch, wait (watchdog), read back outputs, inputs and guards.
+// `entry` < 0: the entry dispatch picks.
 absl::StatusOr<LaunchResult> LaunchAndRead(const Gpu& g, CUstream stream, const Kernel& k,
-                                           const CaseBuffers& cb,
+                                           int entry, const CaseBuffers& cb,
                                            std::chrono::milliseconds deadline) {
   const CudaDriver& d = *g.driver;
   absl::Status s;
   for (const workloads::TensorSpec& t : cb.specs)
     if (t.output && s.ok()) s = cb.tensors.at(t.name).Poison(d);
-  if (s.ok()) s = k.Launch(stream, cb.args);
+  if (s.ok()) s = entry < 0 ? k.Launch(stream, cb.args) : k.LaunchEntry(stream, cb.args, entry);
   if (s.ok()) s = d.WaitStream(stream, deadline, "kernel execution");
   if (!s.ok()) return s;
   LaunchResult r;
@@ -216,6 +218,25 @@ void NotRun(EvidenceRecord* r, const std::string& why) {
   r->set_summary(absl::StrCat("not run: ", why));
 }
 
+// The tile sizes of every kernel of the image (a portfolio's entries each have their own), so
+// the derived boundary cases cover each member's tails.
+std::vector<workloads::Tiles> TilesOfImage(const KernelImage& k) {
+  std::vector<workloads::Tiles> out = {workloads::TilesOf(k.receipt.launch())};
+  for (const KernelEntryImage& e : k.entries) out.push_back(workloads::TilesOf(e.receipt.launch()));
+  return out;
+}
+
+// `catalogue` for each tile set, merged by case name (the first of a name is kept).
+template <typename Catalogue>
+std::vector<workloads::Case> MergedCases(const KernelImage& k, Catalogue catalogue) {
+  std::vector<workloads::Case> out;
+  std::set<std::string> names;
+  for (const workloads::Tiles& t : TilesOfImage(k))
+    for (workloads::Case& c : catalogue(t))
+      if (names.insert(c.name).second) out.push_back(std::move(c));
+  return out;
+}
+
 }  // namespace
 
 int64_t CountPoison(const std::string& raw, int element_bytes) {
@@ -268,13 +289,14 @@ ValidationOutcome RunValidation(const Gpu& g, const KernelImage& kernel,
   };
 
   // 1. Numerical contract: each case on a freshly loaded module.
-  const auto cases = workloads::CaseCatalogue(c, w, workloads::TilesOf(kernel.receipt.launch()));
+  const auto cases = MergedCases(
+      kernel, [&](const workloads::Tiles& t) { return workloads::CaseCatalogue(c, w, t); });
   int64_t launches = 0;
   for (size_t i = 0; i < cases.size() && lost.empty(); ++i) {
     const workloads::Case& gc = cases[i];
     const uint64_t case_seed = CaseSeed(seed, i + 1);
     numerical.mutable_coverage()->add_cases(gc.name);
-    auto module = Kernel::Load(d, kernel.cubin, kernel.receipt);
+    auto module = LoadImage(d, kernel);
     if (!module.ok()) {
       fail_case(&numerical, gc.name, module.status());
       continue;
@@ -286,17 +308,34 @@ ValidationOutcome RunValidation(const Gpu& g, const KernelImage& kernel,
       fail_case(&numerical, gc.name, s);
       continue;
     }
-    auto lr = LaunchAndRead(g, stream, **module, *cb, deadline);
-    ++launches;
-    if (!lr.ok()) {
-      fail_case(&numerical, gc.name, lr.status());
+    // The entry dispatch picks runs the case under its own name (what a runtime runs); a
+    // portfolio's other entries whose guards admit the case run it too, as "case @member": each
+    // member is validated on every case its guard admits.
+    auto dispatched = (*module)->Dispatch(cb->args.scalars);
+    if (!dispatched.ok()) {
+      fail_case(&numerical, gc.name, dispatched.status());
       continue;
     }
-    RowCheck rc = JudgeNumbers(gc.name, *lr, *cb, w, c, case_seed, gc.inputs);
-    rc.set_role(gc.role);
-    rc.set_distribution(contract::InputDistribution_Name(gc.inputs));
-    *numerical.add_cases() = rc;
-    *mutation.add_cases() = JudgeMutation(gc.name, gc.role, *lr, *cb, policy.inputs_mutable());
+    std::vector<int> entries = {*dispatched};
+    for (int e = *dispatched + 1; e < (*module)->entry_count(); ++e)
+      if ((*module)->Admits(e, cb->args.scalars)) entries.push_back(e);
+    for (int e : entries) {
+      const std::string name =
+          e == *dispatched ? gc.name : absl::StrCat(gc.name, " @", (*module)->entry_name(e));
+      auto lr = LaunchAndRead(g, stream, **module, e, *cb, deadline);
+      ++launches;
+      if (!lr.ok()) {
+        fail_case(&numerical, name, lr.status());
+        if (!lost.empty()) break;
+        continue;
+      }
+      RowCheck rc = JudgeNumbers(name, *lr, *cb, w, c, case_seed, gc.inputs);
+      rc.set_role(gc.role);
+      rc.set_distribution(contract::InputDistribution_Name(gc.inputs));
+      if ((*module)->entry_count() > 1) rc.set_entry((*module)->entry_name(e));
+      *numerical.add_cases() = rc;
+      *mutation.add_cases() = JudgeMutation(name, gc.role, *lr, *cb, policy.inputs_mutable());
+    }
   }
   numerical.mutable_coverage()->set_launches(launches);
   numerical.mutable_coverage()->set_scope(
@@ -310,7 +349,7 @@ ValidationOutcome RunValidation(const Gpu& g, const KernelImage& kernel,
   // contents, a shape change, and the same call repeated.
   const bool lost_before_lifecycle = !lost.empty();
   if (lost.empty()) {
-    auto module = Kernel::Load(d, kernel.cubin, kernel.receipt);
+    auto module = LoadImage(d, kernel);
     const std::vector<contract::ProblemShape> shapes = w.LifecycleShapes();
     auto x = MakeBuffers(d, w, c, shapes.at(0));
     auto y = MakeBuffers(d, w, c, shapes.at(0));  // allocated while x lives: other addresses
@@ -346,7 +385,7 @@ ValidationOutcome RunValidation(const Gpu& g, const KernelImage& kernel,
           continue;
         }
       }
-      auto lr = LaunchAndRead(g, stream, **module, *step.buffers, deadline);
+      auto lr = LaunchAndRead(g, stream, **module, -1, *step.buffers, deadline);
       ++launches;
       if (!lr.ok()) {
         fail_case(&mutation, step.name, lr.status());
@@ -383,7 +422,7 @@ ValidationOutcome RunValidation(const Gpu& g, const KernelImage& kernel,
   const bool lost_before_determinism = !lost.empty();
   if (lost.empty()) {
     const contract::ProblemShape ds = w.DeterminismShape();
-    auto module = Kernel::Load(d, kernel.cubin, kernel.receipt);
+    auto module = LoadImage(d, kernel);
     auto cb = MakeBuffers(d, w, c, ds);
     const uint64_t ds_seed = CaseSeed(seed, 2001);
     absl::Status s = !module.ok() ? module.status()
@@ -391,7 +430,7 @@ ValidationOutcome RunValidation(const Gpu& g, const KernelImage& kernel,
                                   : SetInputs(&*cb, w.MakeInputs(ds, contract::UNIFORM, ds_seed));
     std::optional<LaunchResult> first;
     for (int run = 0; run < 2 && s.ok() && lost.empty(); ++run) {
-      auto lr = LaunchAndRead(g, stream, **module, *cb, deadline);
+      auto lr = LaunchAndRead(g, stream, **module, -1, *cb, deadline);
       if (!lr.ok()) {
         s = lr.status();
         break;
@@ -459,11 +498,12 @@ absl::StatusOr<std::vector<std::string>> RunForSanitizer(const Gpu& g, const Ker
   const CudaDriver& d = *g.driver;
   const workloads::Workload* w = workloads::FindWorkload(c.operation());
   if (w == nullptr) return workloads::UnknownOperation(c.operation());
-  auto module = Kernel::Load(d, kernel.cubin, kernel.receipt);
+  auto module = LoadImage(d, kernel);
   if (!module.ok()) return module.status();
   std::vector<std::string> ran;
-  const auto cases = workloads::SmallCases(c, *w, workloads::TilesOf(kernel.receipt.launch()),
-                                           kSanitizerMaxMacs);
+  const auto cases = MergedCases(kernel, [&](const workloads::Tiles& t) {
+    return workloads::SmallCases(c, *w, t, kSanitizerMaxMacs);
+  });
   for (size_t i = 0; i < cases.size(); ++i) {
     const workloads::Case& gc = cases[i];
     const workloads::TensorBytes in = w->MakeInputs(gc.problem, gc.inputs, CaseSeed(seed, i + 1));

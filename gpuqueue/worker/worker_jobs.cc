@@ -16,6 +16,7 @@
 #include "base/files.h"
 #include "base/subprocess.h"
 #include "compiler/compiler.h"
+#include "compiler/portfolio.h"
 #include "cuda_driver.h"
 #include "cupti_spans.h"
 #include "device_session.h"
@@ -40,7 +41,36 @@ worker::Reply Fail(const std::string& error) {
   return r;
 }
 
+// Every member under its guard, then the fallback, per target: the manifest of those that
+// compiled, and the first that did not (with its analysis) for the daemon's verdict.
+worker::Reply RunCompilePortfolio(const worker::CompileJob& job) {
+  worker::Reply reply;
+  reply.set_ok(true);
+  for (const std::string& t : job.targets()) {
+    auto target = compiler::TargetByName(t);
+    if (!target.ok()) return Fail(std::string(target.status().message()));
+    compiler::CompileOptions opts;
+    opts.store_root = job.store_root();
+    auto c = compiler::CompilePortfolio(job.portfolio(), fs::path(), **target, opts);
+    if (!c.ok()) return Fail(std::string(c.status().message()));
+    worker::TargetResult* r = reply.mutable_compile()->add_results();
+    r->set_target(t);
+    *r->mutable_manifest() = c->manifest;
+    const compiler::PortfolioMemberResult* shown = &c->members.back();  // the fallback
+    for (const compiler::PortfolioMemberResult& m : c->members)
+      if (!m.error.empty()) {
+        shown = &m;
+        r->set_portfolio_error(absl::StrCat("member '", m.name, "': ", m.error));
+        break;
+      }
+    *r->mutable_analysis() = shown->analysis;
+    if (shown->receipt) *r->mutable_receipt() = *shown->receipt;
+  }
+  return reply;
+}
+
 worker::Reply RunCompile(const worker::CompileJob& job) {
+  if (job.has_portfolio()) return RunCompilePortfolio(job);
   auto parsed = compiler::ParseModuleText(job.schedule_text(), "schedule.textproto");
   if (!parsed.ok()) return Fail(std::string(parsed.status().message()));
   worker::Reply reply;
@@ -230,8 +260,8 @@ worker::Reply RunMeasure(const worker::MeasureJob& job) {
   if (!inc_image.ok()) return Fail(std::string(inc_image.status().message()));
   if (!cha_image.ok()) return Fail(std::string(cha_image.status().message()));
   const CudaDriver& d = *g->driver;
-  auto inc = Kernel::Load(d, inc_image->cubin, inc_image->receipt);
-  auto cha = Kernel::Load(d, cha_image->cubin, cha_image->receipt);
+  auto inc = LoadImage(d, *inc_image);
+  auto cha = LoadImage(d, *cha_image);
   if (!inc.ok()) return Fail(std::string(inc.status().message()));
   if (!cha.ok()) return Fail(std::string(cha.status().message()));
   const contract::Contract& c = job.contract();
@@ -290,6 +320,13 @@ worker::Reply RunMeasure(const worker::MeasureJob& job) {
       }
       rt->set_row(row.name());
       rt->set_required(row.required());
+      const auto scalars = w->Scalars(row.problem());
+      if ((*inc)->entry_count() > 1)
+        if (auto e = (*inc)->Dispatch(scalars); e.ok())
+          rt->set_incumbent_entry((*inc)->entry_name(*e));
+      if ((*cha)->entry_count() > 1)
+        if (auto e = (*cha)->Dispatch(scalars); e.ok())
+          rt->set_challenger_entry((*cha)->entry_name(*e));
       *m->add_rows() = *rt;
     }
   }

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <random>
 
@@ -104,6 +105,68 @@ TEST(Portfolio, MalformedPortfoliosAreRefused) {
   EXPECT_FALSE(
       broken([](auto& p) { p.mutable_members(0)->set_schedule_file("/etc/passwd"); }).ok());
   EXPECT_FALSE(broken([](auto& p) { p.mutable_members(0)->set_name(std::string(65, 'x')); }).ok());
+}
+
+// What a proposal carries: every member inline. Its hash names the schedules (canonically), the
+// dispatch order and the guards, not the text's layout or the order a guard lists its facts.
+TEST(Portfolio, InlinedPortfolioHashIsCanonical) {
+  const fs::path file = testing::SourceDir() / "portfolios/gemm_bf16.textproto";
+  auto base = compiler::ParsePortfolioFile(file.string());
+  ASSERT_TRUE(base.ok()) << base.status();
+  // With files, it is not self-contained and has no hash.
+  auto unhashed = compiler::PortfolioHash(*base);
+  ASSERT_FALSE(unhashed.ok());
+  EXPECT_NE(unhashed.status().message().find("schedule_file"), std::string::npos);
+  auto inlined = compiler::InlineMemberFiles(*base, file.parent_path());
+  ASSERT_TRUE(inlined.ok()) << inlined.status();
+  ASSERT_TRUE(compiler::CheckSelfContained(*inlined).ok());
+  for (const auto& m : inlined->members()) EXPECT_TRUE(m.schedule_file().empty());
+  EXPECT_EQ(inlined->fallback().schedule_text(),
+            testing::ReadText(testing::SourceDir() / "examples/gemm_bf16.textproto"));
+  auto hash = compiler::PortfolioHash(*inlined);
+  ASSERT_TRUE(hash.ok()) << hash.status();
+  EXPECT_EQ(hash->size(), 64u);
+
+  auto hash_of = [&](auto edit) {
+    portfolio::Portfolio p = *inlined;
+    edit(p);
+    auto h = compiler::PortfolioHash(p);
+    EXPECT_TRUE(h.ok()) << h.status();
+    return h.ok() ? *h : std::string();
+  };
+  // The same meaning: facts listed in another order, the schedule text re-laid out.
+  EXPECT_EQ(*hash, hash_of([](auto& p) {
+    auto* facts = p.mutable_members(0)->mutable_guard()->mutable_scalars();
+    std::reverse(facts->begin(), facts->end());
+  }));
+  EXPECT_EQ(*hash, hash_of([](auto& p) {
+    p.mutable_fallback()->set_schedule_text("# a comment\n" + p.fallback().schedule_text());
+  }));
+  // Another meaning: member order (dispatch), a guard fact, a member's name, the portfolio's.
+  EXPECT_NE(*hash, hash_of([](auto& p) { p.mutable_members()->SwapElements(0, 1); }));
+  EXPECT_NE(*hash, hash_of([](auto& p) {
+    p.mutable_members(1)->mutable_guard()->mutable_scalars(0)->set_max(32);
+  }));
+  EXPECT_NE(*hash, hash_of([](auto& p) { p.mutable_members(1)->set_name("small_m"); }));
+  EXPECT_NE(*hash, hash_of([](auto& p) { p.set_name("gemm_bf16_tn_v2"); }));
+
+  // A member naming a file (what a daemon must never read) or a bad name is refused.
+  portfolio::Portfolio with_file = *inlined;
+  with_file.mutable_members(0)->set_schedule_file("x.textproto");
+  EXPECT_FALSE(compiler::CheckSelfContained(with_file).ok());  // both given
+  with_file.mutable_members(0)->clear_schedule_text();
+  EXPECT_FALSE(compiler::CheckSelfContained(with_file).ok());
+  portfolio::Portfolio odd_name = *inlined;
+  odd_name.mutable_members(0)->set_name("a\tb");
+  EXPECT_FALSE(compiler::CheckPortfolio(odd_name).ok());
+  odd_name = *inlined;
+  odd_name.set_name("line\nbreak");
+  EXPECT_FALSE(compiler::CheckPortfolio(odd_name).ok());
+  // Inlining refuses a missing file and schedules over the size limit.
+  portfolio::Portfolio missing = *base;
+  missing.mutable_members(0)->set_schedule_file("no_such_member.textproto");
+  EXPECT_EQ(compiler::InlineMemberFiles(missing, file.parent_path()).status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 class BundledPortfolio : public ::testing::Test {

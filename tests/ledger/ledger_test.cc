@@ -580,7 +580,8 @@ TEST_F(LedgerTest, AVersionTwoLedgerGetsContractDigestsAndRefusesAFlippedBit) {
   }
   // Make it look like schema v2 (no digest column), as a ledger of the previous release.
   ASSERT_EQ(Exec(db,
-                 "DROP TABLE measure_requests; DROP TABLE write_probe; DROP TRIGGER "
+                 "DROP TABLE portfolio_manifests; DROP TABLE measure_requests; DROP TABLE "
+                 "write_probe; DROP TRIGGER "
                  "contracts_immutable_update; DROP TRIGGER contracts_immutable_delete; ALTER TABLE "
                  "contracts DROP COLUMN body_sha256; CREATE TRIGGER contracts_immutable_update "
                  "BEFORE UPDATE ON contracts BEGIN SELECT RAISE(ABORT, 'immutable'); END; "
