@@ -272,6 +272,11 @@ TEST_F(HopperWitness, EveryFamilyPoint) {
   EXPECT_GE(tma_points, 1) << "the family has no TMA point";
 }
 
+// The points the benchmark measures beside the family (rings beyond SM120's shared memory).
+TEST_F(HopperWitness, EverySm90OnlyPoint) {
+  for (const WarpGemmParams& p : workloads::gemm_bf16::WarpGemmSm90OnlyPoints()) RunVariant(p);
+}
+
 ir::Operation* FindConsume(google::protobuf::RepeatedPtrField<ir::Operation>* ops) {
   for (ir::Operation& op : *ops) {
     if (op.has_consume()) return &op;
@@ -323,6 +328,13 @@ TEST_F(HopperWitness, SplitKOrderedMerge) {
     p.k_slices = 3;
     RunVariant(p);
   }
+  // With a loader warp: the merge's barriers are the compute threads' own (the loader has left).
+  WarpGemmParams ws;
+  ws.tile_m = 64, ws.tile_n = 64, ws.tile_k = 64, ws.stages = 3;
+  ws.smem = ir::Representation::SWIZZLE_128B, ws.padding = 0, ws.transfer = ir::TMA;
+  ws.warp_specialized = true;
+  ws.k_slices = 3;
+  RunVariant(ws);
 }
 
 // DIAG_MEM_WRITE_RACE guards a real hazard: split-K with plain stores is rejected; forced

@@ -45,7 +45,7 @@ std::string WarpGemmParams::Describe() const {
                                                                : "swz128";
   return absl::StrCat(tile_m, "x", tile_n, "x", tile_k, " w", warps_m, "x", warps_n, " s", stages,
                       " ", repr, b_load_x4 ? " x4" : " x2", out == ir::F32 ? " f32" : " bf16",
-                      transfer == ir::TMA ? " tma" : "",
+                      transfer == ir::TMA ? " tma" : "", warp_specialized ? " ws" : "",
                       k_slices > 1 ? absl::StrCat(" k", k_slices) : "",
                       k_slices > 1 && k_merge != ir::K_MERGE_ORDERED_WORKSPACE ? " unmerged" : "");
 }
@@ -68,11 +68,18 @@ ir::Module MakeWarpGemm(const WarpGemmParams& p) {
   AddTensor(k, "B", ir::BF16, ir::READ_ONLY, "N", "K");
   AddTensor(k, "C", p.out, ir::WRITE_ONLY, "M", "N");
   const int warps = p.warps_m * p.warps_n;
-  k->mutable_launch()->set_threads_per_cta(32 * warps);
+  k->mutable_launch()->set_threads_per_cta(32 * (warps + (p.warp_specialized ? 1 : 0)));
   ir::Role* role = k->add_roles();
   role->set_name("compute");
   for (int w = 0; w < warps; ++w) role->add_warps(w);
   role->set_issuer(ir::Role::ALL_LANES);
+  const std::string producer = p.warp_specialized ? "loader" : "compute";
+  if (p.warp_specialized) {
+    ir::Role* loader = k->add_roles();
+    loader->set_name(producer);
+    loader->add_warps(warps);  // the warp after the accumulator's grid
+    loader->set_issuer(ir::Role::ELECTED_LANE);
+  }
   ir::MmaInstr* instr = k->add_instrs();
   instr->set_name("mma");
   instr->set_family(ir::WARP_SYNC);
@@ -94,7 +101,7 @@ ir::Module MakeWarpGemm(const WarpGemmParams& p) {
   pipe->set_name("ab");
   pipe->set_stages(p.stages);
   pipe->set_transfer(p.transfer);
-  pipe->add_producers("compute");
+  pipe->add_producers(producer);
   pipe->add_consumers("compute");
   for (auto [name, rows] :
        {std::pair<const char*, int>{"a_stage", p.tile_m}, {"b_stage", p.tile_n}}) {
@@ -127,7 +134,19 @@ ir::Module MakeWarpGemm(const WarpGemmParams& p) {
   ir::Operation* kloop = Op(tiles->mutable_body(), "k_loop");
   kloop->mutable_for_k_tiles()->set_k("K");
   kloop->mutable_for_k_tiles()->set_extent(p.tile_k);
-  ir::Operation* fill = Op(kloop->mutable_body(), "fill");
+  // The fill runs in the compute role's k loop, or in the loader's own loop over the same tiles
+  // and k-tiles.
+  ir::Operation* fill_loop = kloop;
+  if (p.warp_specialized) {
+    ir::Operation* load = Op(k->mutable_ops(), "load_role");
+    load->mutable_role_region()->set_role(producer);
+    ir::Operation* load_tiles = Op(load->mutable_body(), "load_tiles");
+    load_tiles->mutable_for_each_tile()->set_work("tiles");
+    fill_loop = Op(load_tiles->mutable_body(), "load_k");
+    fill_loop->mutable_for_k_tiles()->set_k("K");
+    fill_loop->mutable_for_k_tiles()->set_extent(p.tile_k);
+  }
+  ir::Operation* fill = Op(fill_loop->mutable_body(), "fill");
   fill->mutable_produce()->set_pipeline("ab");
   for (auto [id, src, dst, origin] :
        {std::tuple<const char*, const char*, const char*, ir::Copy::Origin>{
@@ -238,6 +257,11 @@ std::vector<WarpGemmParams> WarpGemmFamily() {
   tma(64, 64, 64, 2, 2, 4, R::SWIZZLE_128B);
   tma(32, 128, 64, 1, 4, 4, R::SWIZZLE_128B);
   tma(16, 128, 64, 1, 4, 4, R::SWIZZLE_128B);
+  // A loader warp fills the ring; the four compute warps only wait, read and release. (Eight
+  // compute warps of 64x64 beside a loader spill: ptxas sizes registers for 12 warps, 168 per
+  // thread, and sm_90 has no setmaxnreg to move the loader's registers to them.)
+  tma(128, 128, 64, 2, 2, 3, R::SWIZZLE_128B);
+  out.back().warp_specialized = true;
   // Skinny M leaves SMs idle (16x8192 is 64 tiles of 16x128): split-K puts 2-4 CTAs on each
   // tile and merges their FP32 partials through the workspace.
   for (auto [tm, tn, wm, wn, slices] :
@@ -260,6 +284,8 @@ std::vector<WarpGemmParams> WarpGemmSm90OnlyPoints() {
   tma(256, 128, 64, 4, 2, 3);
   tma(256, 128, 64, 4, 2, 4);
   tma(128, 128, 64, 2, 2, 4);  // 128 KiB: one CTA per SM
+  tma(128, 128, 64, 2, 2, 4);  // the same with a loader warp
+  out.back().warp_specialized = true;
   return out;
 }
 

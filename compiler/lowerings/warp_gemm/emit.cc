@@ -38,6 +38,13 @@ LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
                         ", const __nv_bfloat16* ", RestrictQualifier(p, p.b), p.b, ","));
   // The merged split-K kernel takes its workspace last (LaunchSpec WORKSPACE).
   const bool merged = p.k_slices > 1 && !p.k_merge_none;
+  // After the main loop only the compute threads remain (the loader warp has left): they
+  // synchronize on named barrier 1 among themselves.
+  const std::string sync_compute =
+      p.warp_specialized
+          ? "asm volatile(\"bar.sync 1, %0;\\n\" ::\"n\"(kComputeThreads) : \"memory\");"
+          : "__syncthreads();";
+  const std::string first_thread = p.warp_specialized ? "ctid == 0" : "tid == 0";
   w.Line(absl::StrCat("    ", out_t, "* ", RestrictQualifier(p, p.c), p.c, ", int ", p.m, ", int ",
                       p.n, ", int ", p.k, merged ? ", float* workspace" : "", ") {"));
   w.Begin(p.op_role);
@@ -45,7 +52,13 @@ LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
       absl::StrCat("  extern __shared__ __align__(", tma ? 1024 : 128, ") unsigned char smem[];"));
   w.Line("  const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));");
   w.Line("  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;");
-  w.Line("  const int warp_m = warp / kWarpsN, warp_n = warp % kWarpsN;");
+  if (p.warp_specialized) {
+    // The compute role's warps index the accumulator grid; ctid numbers its threads.
+    w.Line("  const int cwarp = warp - kFirstComputeWarp, ctid = tid - kFirstComputeWarp * 32;");
+    w.Line("  const int warp_m = cwarp / kWarpsN, warp_n = cwarp % kWarpsN;");
+  } else {
+    w.Line("  const int warp_m = warp / kWarpsN, warp_n = warp % kWarpsN;");
+  }
   w.Begin(p.op_tiles);
   w.Line("  const int m0 = blockIdx.y * kTileM, n0 = blockIdx.x * kTileN;");
   MainloopTerms terms{p.a, p.b, p.m, p.n, p.k};
@@ -107,9 +120,9 @@ LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
         float_pair, "v0", "v1");
     w.Line("      }");
     w.Line("  __threadfence();  // partials visible device-wide before this slice is counted");
-    w.Line("  __syncthreads();");
+    w.Line("  " + sync_compute);
     w.Line("  int* const last_slice = reinterpret_cast<int*>(smem);  // rings idle after the loop");
-    w.Line("  if (tid == 0) {");
+    w.Line("  if (" + first_thread + ") {");
     w.Line(
         "    int* const arrivals = reinterpret_cast<int*>(workspace + kKSlices * slice_elems) +");
     w.Line("                          blockIdx.y * gridDim.x + blockIdx.x;");
@@ -117,7 +130,7 @@ LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
     w.Line("    *last_slice = before == kKSlices - 1;");
     w.Line("    if (before == kKSlices - 1) *arrivals = 0;  // ready for the next launch");
     w.Line("  }");
-    w.Line("  __syncthreads();");
+    w.Line("  " + sync_compute);
     w.Line("  if (*last_slice == 0) return;");
     w.Line("  __threadfence();  // every other slice's partial is visible");
     for_each_pair();

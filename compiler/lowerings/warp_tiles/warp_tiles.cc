@@ -1,6 +1,7 @@
 #include "warp_tiles.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 
 namespace cake::compiler {
@@ -44,22 +45,67 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
   const ir::Kernel& k = *g.kernel;
   WarpTiles t;
 
-  // Structure: role_region { for_each_tile { for_k_tiles { produce, consume }, epilogue } }.
-  if (g.roots.size() != 1 || !g.roots[0]->op->has_role_region())
-    return Unsupported(lowering, "one top-level role_region is required");
+  // Structure: role_region { for_each_tile { for_k_tiles { produce, consume }, epilogue } }, or
+  // warp-specialized: a loader role_region { for_each_tile { for_k_tiles { produce } } } beside
+  // a compute role_region { for_each_tile { for_k_tiles { consume }, epilogue } }.
+  if (g.roots.empty() || g.roots.size() > 2)
+    return Unsupported(lowering, "one role_region, or a loader's and a computer's, is required");
+  for (const OpNode* root : g.roots)
+    if (!root->op->has_role_region())
+      return Unsupported(lowering, "every top-level operation must be a role_region");
+  t.warp_specialized = g.roots.size() == 2;
+  // The compute region holds the epilogue (its tile loop has two children).
+  auto tile_loop_of = [](const OpNode* region) -> const OpNode* {
+    return region->children.size() == 1 && region->children[0]->op->has_for_each_tile()
+               ? region->children[0]
+               : nullptr;
+  };
   const OpNode* role = g.roots[0];
-  if (role->children.size() != 1 || !role->children[0]->op->has_for_each_tile())
+  const OpNode* loader = nullptr;
+  if (t.warp_specialized) {
+    // The loader's tile loop holds its k loop alone; the compute role's also its epilogue.
+    const OpNode* first_tiles = tile_loop_of(g.roots[0]);
+    const bool loader_first = first_tiles != nullptr && first_tiles->children.size() == 1;
+    role = g.roots[loader_first ? 1 : 0];
+    loader = g.roots[loader_first ? 0 : 1];
+  }
+  const OpNode* tiles = tile_loop_of(role);
+  if (tiles == nullptr)
     return Unsupported(lowering, "the role region must hold exactly one for_each_tile");
-  const OpNode* tiles = role->children[0];
   if (tiles->children.size() != 2 || !tiles->children[0]->op->has_for_k_tiles())
     return Unsupported(lowering, "the tile loop must hold for_k_tiles followed by one epilogue");
   const OpNode* kloop = tiles->children[0];
   t.epilogue = tiles->children[1];
-  if (kloop->children.size() != 2 || !kloop->children[0]->op->has_produce() ||
-      !kloop->children[1]->op->has_consume())
-    return Unsupported(lowering, "the k loop must hold produce followed by consume");
-  const OpNode* produce = kloop->children[0];
-  const OpNode* consume = kloop->children[1];
+  const OpNode* produce = nullptr;
+  const OpNode* consume = nullptr;
+  if (!t.warp_specialized) {
+    if (kloop->children.size() != 2 || !kloop->children[0]->op->has_produce() ||
+        !kloop->children[1]->op->has_consume())
+      return Unsupported(lowering, "the k loop must hold produce followed by consume");
+    produce = kloop->children[0];
+    consume = kloop->children[1];
+  } else {
+    if (kloop->children.size() != 1 || !kloop->children[0]->op->has_consume())
+      return Unsupported(lowering, "the compute role's k loop must hold one consume");
+    consume = kloop->children[0];
+    const OpNode* load_tiles = tile_loop_of(loader);
+    if (load_tiles == nullptr || load_tiles->children.size() != 1 ||
+        !load_tiles->children[0]->op->has_for_k_tiles())
+      return Unsupported(lowering, "the loader role region must hold one tile loop over k-tiles");
+    const OpNode* load_k = load_tiles->children[0];
+    if (load_k->children.size() != 1 || !load_k->children[0]->op->has_produce())
+      return Unsupported(lowering, "the loader's k loop must hold one produce");
+    // One iteration domain: the same tiles and the same k-tiles (the pipeline verifier
+    // rejects a mismatch; lowering relies on it).
+    if (load_tiles->op->for_each_tile().work() != tiles->op->for_each_tile().work() ||
+        load_k->op->for_k_tiles().k() != kloop->op->for_k_tiles().k() ||
+        load_k->op->for_k_tiles().extent() != kloop->op->for_k_tiles().extent())
+      return Unsupported(lowering, "the loader and compute loops must cover the same tiles and k");
+    produce = load_k->children[0];
+    t.op_loader_role = loader->op->id();
+    t.op_loader_tiles = load_tiles->op->id();
+    t.op_loader_kloop = load_k->op->id();
+  }
   t.op_role = role->op->id();
   t.op_tiles = tiles->op->id();
   t.op_kloop = kloop->op->id();
@@ -78,17 +124,34 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
   t.k_slices = std::max(st.k_slices(), 1);
   t.k_merge_none = t.k_slices > 1 && st.k_merge() != ir::K_MERGE_ORDERED_WORKSPACE;
 
-  // Role covers the whole CTA.
+  // Roles: one covering the whole CTA, or a compute role of contiguous warps and a one-warp
+  // loader.
   auto ri = g.roles.find(role->op->role_region().role());
   if (ri == g.roles.end()) return Unsupported(lowering, "unknown role");
   t.threads = k.launch().threads_per_cta();
   // A kernel lowered without its declared cluster would run, but not as the schedule says.
   if (k.launch().cluster_size() > 1)
     return Unsupported(lowering, "thread block clusters are not lowered (cluster_size > 1)");
-  if (ri->second->warps_size() * 32 != t.threads)
-    return Unsupported(lowering, "a single role owning every warp is required");
   if (ri->second->register_budget() != 0)
     return Unsupported(lowering, "register budgets are not lowered");
+  const ir::Role& compute_role = *ri->second;
+  t.compute_warps = compute_role.warps_size();
+  t.first_compute_warp = t.compute_warps > 0 ? compute_role.warps(0) : 0;
+  for (int i = 0; i < t.compute_warps; ++i)
+    if (compute_role.warps(i) != t.first_compute_warp + i)
+      return Unsupported(lowering, "the compute role's warps must be contiguous and ascending");
+  if (!t.warp_specialized) {
+    if (t.compute_warps * 32 != t.threads)
+      return Unsupported(lowering, "a single role owning every warp is required");
+  } else {
+    auto li = g.roles.find(loader->op->role_region().role());
+    if (li == g.roles.end()) return Unsupported(lowering, "unknown loader role");
+    if (li->second->warps_size() != 1 || li->second->register_budget() != 0)
+      return Unsupported(lowering, "the loader role is one warp without a register budget");
+    t.loader_warp = li->second->warps(0);
+    if ((t.compute_warps + 1) * 32 != t.threads)
+      return Unsupported(lowering, "the compute warps and the loader warp must be every warp");
+  }
 
   // Instruction.
   if (k.instrs_size() != 1) return Unsupported(lowering, "exactly one MMA instruction is required");
@@ -109,8 +172,8 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
   const ir::Accumulator& acc = k.accumulators(0);
   t.warps_m = acc.partition().rows();
   t.warps_n = acc.partition().cols();
-  if (t.warps_m * t.warps_n * 32 != t.threads)
-    return Unsupported(lowering, "the accumulator warp grid must cover every warp");
+  if (t.warps_m * t.warps_n != t.compute_warps)
+    return Unsupported(lowering, "the accumulator warp grid must cover the compute role's warps");
   if (acc.init() != ir::Accumulator::ZERO)
     return Unsupported(lowering, "accumulator init must be ZERO");
   if (t.tile_m % (16 * t.warps_m) != 0 || t.tile_n % (8 * t.warps_n) != 0)
@@ -123,6 +186,8 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
     return Unsupported(lowering, "only CP_ASYNC and TMA pipelines are lowered");
   t.transfer = pipe.transfer();
   t.stages = pipe.stages();
+  if (t.warp_specialized && t.transfer != ir::TMA)
+    return Unsupported(lowering, "a loader warp is lowered for TMA pipelines only");
   if (t.stages < 1 || t.stages > 4) return Unsupported(lowering, "1..4 stages are lowered");
 
   // Copies.
@@ -190,9 +255,10 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
   if (t.op_load_a.empty() || t.op_load_b.empty() || t.op_mma.empty() || t.op_release.empty())
     return Unsupported(lowering, "consume needs an A load, a B load, an mma and a release");
   t.release_early = release_at < last_read_at;  // a release after the loads reads registers only
-  if (t.release_early && t.transfer != ir::TMA)
+  if (t.release_early && (t.transfer != ir::TMA || t.warp_specialized))
     return Unsupported(lowering,
-                       "a release before the consume's last read is lowered for TMA only");
+                       "a release before the consume's last read is lowered for TMA without a "
+                       "loader warp only");
   if (t.b_load_x4 && (t.tile_n / t.warps_n / 8) % 2 != 0)
     return Unsupported(lowering, "LDMATRIX_X4 for B needs an even number of n8 tiles per warp");
 
@@ -303,10 +369,18 @@ std::string RestrictQualifier(const WarpTiles& t, const std::string& tensor) {
 }
 
 std::vector<std::string> WarpMainloopInstructions() {
-  return {"cp.async.cg.16",       "cp.async.bulk.tensor.2d",   "mbarrier.init",
-          "fence.mbarrier_init",  "mbarrier.arrive.expect_tx", "mbarrier.try_wait.parity",
-          "mbarrier.arrive",      "fence.proxy.async",         "ldmatrix.m8n8.x4.b16",
-          "ldmatrix.m8n8.x2.b16", "mma.m16n8k16.bf16.f32"};
+  return {"cp.async.cg.16",
+          "cp.async.bulk.tensor.2d",
+          "mbarrier.init",
+          "fence.mbarrier_init",
+          "mbarrier.arrive.expect_tx",
+          "mbarrier.try_wait.parity",
+          "mbarrier.test_wait.parity",
+          "mbarrier.arrive",
+          "fence.proxy.async",
+          "ldmatrix.m8n8.x4.b16",
+          "ldmatrix.m8n8.x2.b16",
+          "mma.m16n8k16.bf16.f32"};
 }
 
 std::vector<LoweredKernel::Form> WarpMainloopForms(const WarpTiles& t) {
@@ -323,6 +397,11 @@ void EmitWarpTileConstants(const WarpTiles& t, SourceWriter& w) {
                       ", kTileK = ", t.tile_k, ";"));
   w.Line(absl::StrCat("constexpr int kWarpsM = ", t.warps_m, ", kWarpsN = ", t.warps_n,
                       ", kStages = ", t.stages, ", kThreads = ", t.threads, ";"));
+  // The threads that consume (and release) stages: the compute role's, beside the loader warp.
+  if (t.warp_specialized)
+    w.Line(absl::StrCat("constexpr int kComputeThreads = ", t.compute_warps * 32,
+                        ", kFirstComputeWarp = ", t.first_compute_warp,
+                        ", kLoaderWarp = ", t.loader_warp, ";"));
   w.Line("constexpr int kWarpTileM = kTileM / kWarpsM, kWarpTileN = kTileN / kWarpsN;");
   if (t.k_slices > 1) w.Line(absl::StrCat("constexpr int kKSlices = ", t.k_slices, ";"));
   w.Line("constexpr int kFragsM = kWarpTileM / 16, kFragsN = kWarpTileN / 8;");
@@ -372,6 +451,19 @@ __device__ __forceinline__ void WaitStage(uint32_t bar, uint32_t parity) {
       " mbarrier.try_wait.parity.shared::cta.b64 ready, [%0], %1;\n"
       " @!ready bra WAIT;\n}\n" ::"r"(bar), "r"(parity)
       : "memory");
+}
+
+// True when the mbarrier at `bar` has completed its phase of parity `parity`; never waits.
+__device__ __forceinline__ bool StageDone(uint32_t bar, uint32_t parity) {
+  uint32_t done;
+  asm volatile(
+      "{\n .reg .pred p;\n"
+      " mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      " selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return done != 0;
 })cuda");
     return;
   }
@@ -593,6 +685,14 @@ void EmitFragmentSteps(const WarpTiles& t, SourceWriter& w) {
 // Release of slot `stage`: every thread arrives on empty[stage] (release semantics: its reads
 // of the slot are performed first); thread 0 acquires the slot once all have arrived, orders the
 // generic-proxy reads before the async-proxy writes, and refills it with tile kt + kStages.
+// Thread 0 refills a slot without blocking its warp where it can: with two or more stages, a
+// slot whose other readers are still at work is left pending and retried (test_wait) at the
+// next tile's k steps; only at that tile's end does thread 0 wait for it. (One stage must refill
+// before the next tile's wait; the early-release rule proof keeps the refill where it is.)
+bool DeferredRefill(const WarpTiles& t) {
+  return !t.warp_specialized && !t.release_early && t.stages >= 2;
+}
+
 void EmitTmaRelease(const WarpTiles& t, SourceWriter& w) {
   w.Begin(t.op_release);
   Lines(
@@ -600,6 +700,26 @@ void EmitTmaRelease(const WarpTiles& t, SourceWriter& w) {
       R"cuda(        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(empty_bar + stage * 8)
                      : "memory");)cuda");
   w.End(t.op_release);
+  if (t.warp_specialized) return;  // the loader warp refills
+  if (DeferredRefill(t)) {
+    Lines(w, R"cuda(        if (tid == 0) {
+          if (refill >= 0) {  // the previous tile's slot is still unrefilled: wait for it now
+            WaitStage(empty_bar + (refill % kStages) * 8, (refill / kStages) & 1);
+            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+            produce(refill % kStages, refill + kStages);
+            refill = -1;
+          }
+          if (kt + kStages < k_tiles) {
+            if (StageDone(empty_bar + stage * 8, (kt / kStages) & 1)) {  // every thread read it
+              asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+              produce(stage, kt + kStages);
+            } else {
+              refill = kt;  // retried at the next k steps without waiting
+            }
+          }
+        })cuda");
+    return;
+  }
   Lines(w, R"cuda(        if (tid == 0 && kt + kStages < k_tiles) {
           WaitStage(empty_bar + stage * 8, (kt / kStages) & 1);  // every thread has read it
           asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -616,32 +736,64 @@ void EmitTmaRelease(const WarpTiles& t, SourceWriter& w) {
 // unit's writes, which are not in the threads' shared-memory pipe). Thread 0, also the producer,
 // waits for that phase (acquire), fences the async proxy behind it and refills the slot with tile
 // kt + S. The next tile's wait and first fragments overlap the last step's mma.
+// With a loader warp (warp-specialized) the protocol is the same, split by role: empty[s] counts
+// the compute threads only; the loader's lane 0 fills tiles 0..S-1, then before tile kt (kt >= S)
+// waits for the compute threads' release of the slot's previous generation (parity of
+// generation kt/S - 1), fences the async proxy and refills; the loader warp then leaves (its
+// copies complete on the full barriers, which the compute warps wait for before exiting).
 void EmitTmaKLoop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& w) {
   w.Begin(t.op_kloop);
-  Lines(w,
-        R"cuda(  if ((smem_base & 1023) != 0) __trap();  // the swizzle atoms need 1024-byte stages
+  Lines(
+      w,
+      absl::StrReplaceAll(
+          R"cuda(  if ((smem_base & 1023) != 0) __trap();  // the swizzle atoms need 1024-byte stages
   const uint32_t full_bar = smem_base + kBarrierOffset, empty_bar = full_bar + kStages * 8;
   if (tid == 0) {
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {
       asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(full_bar + s * 8));
       asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(empty_bar + s * 8),
-                   "r"(kThreads));
+                   "r"(CONSUMERS));
     }
     // The initialized barriers are visible to the async proxy before any copy uses them.
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
-  __syncthreads();
-  if (tid == 0) {
+  __syncthreads();)cuda",
+          {{"CONSUMERS", t.warp_specialized ? "kComputeThreads" : "kThreads"}}));
+  if (t.warp_specialized) {
+    w.Begin(t.op_loader_role);
+    w.Begin(t.op_loader_tiles);
+    w.Begin(t.op_loader_kloop);
+    Lines(w, R"cuda(  if (warp == kLoaderWarp) {
+    if (lane == 0) {
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        const int stage = kt % kStages;
+        if (kt >= kStages) {
+          WaitStage(empty_bar + stage * 8, ((kt / kStages) + 1) & 1);  // generation kt/S - 1 read
+          asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        }
+        produce(stage, kt);
+      }
+    }
+    return;  // the compute warps wait for every copy on the full barriers
+  })cuda");
+    w.End(t.op_loader_kloop);
+    w.End(t.op_loader_tiles);
+    w.End(t.op_loader_role);
+  } else {
+    Lines(w, R"cuda(  if (tid == 0) {
 #pragma unroll
     for (int s = 0; s < kStages; ++s)
       if (s < k_tiles) produce(s, s);
+  })cuda");
   }
-  if (k_tiles > 0) {
+  Lines(w, R"cuda(  if (k_tiles > 0) {
     WaitStage(full_bar, 0);  // tile 0 is Ready
     load_frags(0, 0, 0);
-  }
-  for (int kt = 0; kt < k_tiles; ++kt) {
+  })cuda");
+  if (DeferredRefill(t))
+    w.Line("  int refill = -1;  // thread 0: the k-tile whose slot awaits its refill");
+  Lines(w, R"cuda(  for (int kt = 0; kt < k_tiles; ++kt) {
     const int stage = kt % kStages;
 #pragma unroll
     for (int ks = 0; ks < kTileK / 16; ++ks) {)cuda");
@@ -652,8 +804,15 @@ void EmitTmaKLoop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& 
     EmitTmaRelease(t, w);
     w.Line("      }");
   }
-  Lines(w, R"cuda(      if (ks + 1 < kTileK / 16) {
-        load_frags((ks + 1) & 1, stage, ks + 1);
+  Lines(w, R"cuda(      if (ks + 1 < kTileK / 16) {)cuda");
+  if (DeferredRefill(t))
+    Lines(w, R"cuda(        if (tid == 0 && refill >= 0 &&
+            StageDone(empty_bar + (refill % kStages) * 8, (refill / kStages) & 1)) {
+          asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+          produce(refill % kStages, refill + kStages);
+          refill = -1;
+        })cuda");
+  Lines(w, R"cuda(        load_frags((ks + 1) & 1, stage, ks + 1);
       } else {)cuda");
   for (const std::string& line : terms.after_consume) w.Line("  " + line);
   if (!t.release_early) EmitTmaRelease(t, w);

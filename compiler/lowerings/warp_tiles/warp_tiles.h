@@ -28,6 +28,11 @@ struct WarpTiles {
   int warps_m = 0, warps_n = 0;
   int stages = 0;
   int threads = 0;
+  // Warp-specialized: a loader role of one warp (`loader_warp`, its lane 0 issues the TMA
+  // copies) beside the compute role's warps [first_compute_warp, + compute_warps), which only
+  // consume. Otherwise one role owns every warp and thread 0 also refills the ring.
+  bool warp_specialized = false;
+  int compute_warps = 0, first_compute_warp = 0, loader_warp = -1;
   // CP_ASYNC: every thread copies 16-byte chunks, async groups + barrier publish a stage. TMA:
   // one thread issues a tensor-map box copy per buffer, completing on the stage's mbarrier with
   // the box's bytes; the launch passes tensor maps for A and B instead of their pointers.
@@ -55,6 +60,7 @@ struct WarpTiles {
   int64_t a_offset = 0, b_offset = 0;
   int64_t a_stage_bytes = 0, b_stage_bytes = 0;
   // Operation ids, for the source map and receipt.
+  std::string op_loader_role, op_loader_tiles, op_loader_kloop;  // warp-specialized only
   std::string op_role, op_tiles, op_kloop, op_produce, op_copy_a, op_copy_b, op_consume, op_load_a,
       op_load_b, op_mma, op_release;
   const OpNode* epilogue = nullptr;  // the tile loop's operation after for_k_tiles

@@ -28,6 +28,7 @@
 #include "base/files.h"
 #include "compiler/compiler.h"
 #include "cublaslt_peer.h"
+#include "google/protobuf/text_format.h"
 #include "gpuqueue/nvml.h"
 #include "gpuqueue/worker/cuda_driver.h"
 #include "gpuqueue/worker/helper_kernels.h"
@@ -111,12 +112,20 @@ struct Ceiling {
   double tflops = 0;
   std::string kernel;
   int warps_per_sm = 0;
+  double sm_mhz = 0;  // NVML's SM clock after each run of the best configuration (median); 0 = none
   json runs = json::array();
 };
 
 // The best rate over chain counts and occupancies; each configuration the median of 5 runs.
+// The median of `v` (0 for none).
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
 absl::StatusOr<Ceiling> MeasureCeiling(const gq::CudaDriver& d, CUstream s, CUevent e0, CUevent e1,
-                                       int sm_count) {
+                                       int sm_count, const gq::Nvml* nvml) {
   CUmodule module = nullptr;
   if (auto st = d.Check(d.ModuleLoadData(&module, gq::kMmaCeilingFatbin), "cuModuleLoadData");
       !st.ok())
@@ -141,11 +150,12 @@ absl::StatusOr<Ceiling> MeasureCeiling(const gq::CudaDriver& d, CUstream s, CUev
                        "cuLaunchKernel (ceiling)");
       };
       if (auto st = launch(); !st.ok()) return st;  // warm-up
-      std::vector<double> ms;
+      std::vector<double> ms, mhz;
       for (int r = 0; r < 5; ++r) {
         auto t = TimeBlock(d, s, e0, e1, 1, launch);
         if (!t.ok()) return t.status();
         ms.push_back(*t);
+        if (nvml != nullptr) mhz.push_back(nvml->Read(0).sm_mhz);
       }
       const Timing t = Summarize(ms, 1);
       const double mmas = double(grid) * (threads / 32) * double(iters) * chains;
@@ -153,11 +163,13 @@ absl::StatusOr<Ceiling> MeasureCeiling(const gq::CudaDriver& d, CUstream s, CUev
       best.runs.push_back({{"kernel", name},
                            {"warps_per_sm", blocks_per_sm * threads / 32},
                            {"median_ms", t.median_ms},
-                           {"tflops", tflops}});
+                           {"tflops", tflops},
+                           {"sm_mhz_median", Median(mhz)}});
       if (tflops > best.tflops) {
         best.tflops = tflops;
         best.kernel = name;
         best.warps_per_sm = blocks_per_sm * threads / 32;
+        best.sm_mhz = Median(mhz);
       }
     }
   }
@@ -208,9 +220,23 @@ void CompileAll(std::vector<Candidate>& cands, const std::string& store) {
       auto compiled = cake::compiler::Compile(parsed, **target, opts);
       if (!compiled.ok()) {
         c.status = compiled.status();
-      } else if (!compiled->receipt ||
-                 compiled->receipt->outcome() != cake::report::LoweringReceipt::PASS) {
-        c.status = absl::FailedPreconditionError("not verified or not lowered for sm_90");
+      } else if (!compiled->receipt) {
+        // The first error or unknown the analysis reported, so the reason is on the line.
+        std::string why = cake::report::Verdict_Name(compiled->analysis.verdict());
+        for (const cake::report::Diagnostic& dg : compiled->analysis.diagnostics())
+          if (dg.severity() == cake::report::ERROR || dg.severity() == cake::report::UNKNOWN) {
+            why = absl::StrCat(cake::report::DiagId_Name(dg.id()), ": ", dg.message());
+            break;
+          }
+        c.status = absl::FailedPreconditionError(absl::StrCat("not verified for sm_90: ", why));
+      } else if (compiled->receipt->outcome() != cake::report::LoweringReceipt::PASS) {
+        const auto& r = *compiled->receipt;
+        c.status = absl::FailedPreconditionError(
+            absl::StrCat("lowered for sm_90, but its receipt failed",
+                         r.failures_size() > 0
+                             ? absl::StrCat(": ", cake::report::DiagId_Name(r.failures(0).id()),
+                                            ": ", r.failures(0).message())
+                             : std::string()));
       } else {
         c.receipt = *compiled->receipt;
       }
@@ -287,6 +313,10 @@ int main(int argc, char** argv) {
   app.add_option("--only", only,
                  "Only the family's schedules whose description contains this text, e.g. "
                  "\"128x256x64 w2x4 s2\" (for a profiler)");
+  std::string write_schedules;
+  app.add_option(
+      "--write-schedules", write_schedules,
+      "Write each selected schedule as DIR/<description>.textproto (for cakec) and exit");
   bool compile_only = false;
   app.add_flag(
       "--compile-only", compile_only,
@@ -308,6 +338,27 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  if (!write_schedules.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(write_schedules, ec);
+    for (const Candidate& c : FamilyCandidates(only)) {
+      std::string file = c.describe;
+      for (char& ch : file)
+        if (ch == ' ') ch = '_';
+      std::string text;
+      google::protobuf::TextFormat::PrintToString(gemm::MakeWarpGemm(c.params), &text);
+      const std::filesystem::path path =
+          std::filesystem::path(write_schedules) / (file + ".textproto");
+      std::ofstream out(path, std::ios::binary);
+      out << "# " << c.describe << " (cake-gemm-bench --write-schedules)\n" << text;
+      if (!out) {
+        std::fprintf(stderr, "cake-gemm-bench: cannot write %s\n", path.c_str());
+        return 1;
+      }
+      std::printf("%s\n", path.c_str());
+    }
+    return 0;
+  }
   if (compile_only) {
     std::vector<Candidate> cands = FamilyCandidates(only);
     CompileAll(cands, store);
@@ -364,13 +415,14 @@ int main(int argc, char** argv) {
   std::printf("device: %s, %d SMs; witness: sm_90 execution (no SM120 execution witness)\n",
               (*ctx)->name().c_str(), sm_count);
 
-  auto ceiling = MeasureCeiling(d, s, e0, e1, sm_count);
+  auto ceiling = MeasureCeiling(d, s, e0, e1, sm_count, nvml.ok() ? nvml->get() : nullptr);
   if (!ceiling.ok()) return Fail(std::string(ceiling.status().message()));
-  std::printf("mma.sync m16n8k16 BF16 ceiling: %.1f TFLOP/s (%s, %d warps/SM)\n", ceiling->tflops,
-              ceiling->kernel.c_str(), ceiling->warps_per_sm);
+  std::printf("mma.sync m16n8k16 BF16 ceiling: %.1f TFLOP/s (%s, %d warps/SM; SM clock %.0f MHz)\n",
+              ceiling->tflops, ceiling->kernel.c_str(), ceiling->warps_per_sm, ceiling->sm_mhz);
   doc["ceiling"] = {{"tflops", ceiling->tflops},
                     {"kernel", ceiling->kernel},
                     {"warps_per_sm", ceiling->warps_per_sm},
+                    {"sm_mhz_median", ceiling->sm_mhz},
                     {"runs", ceiling->runs}};
 
   auto peer = gemm::CublasLtPeer::Load(d, size_t{64} << 20);
@@ -414,8 +466,8 @@ int main(int argc, char** argv) {
   json rows = json::array();
   double worst_row_peer = 1e9, headline_ceiling = 0, headline_peer = 0;
   std::string worst_row;
-  std::printf("\n%-16s %-46s %9s %9s %8s %8s\n", "shape", "best schedule", "TFLOP/s", "cuBLASLt",
-              "x ceil", "x peer");
+  std::printf("\n%-16s %-46s %9s %9s %8s %8s %6s %9s\n", "shape", "best schedule", "TFLOP/s",
+              "cuBLASLt", "x ceil", "x peer", "MHz", "x ceil/clk");
   for (const Shape& shape : *shapes) {
     const size_t a_elems = size_t(shape.m) * shape.k, b_elems = size_t(shape.n) * shape.k,
                  c_elems = size_t(shape.m) * shape.n;
@@ -442,6 +494,7 @@ int main(int argc, char** argv) {
       std::vector<double> ms;
       int reps = 1;
       Agreement agreement;
+      std::vector<double> mhz = {};  // NVML's SM clock right after each timed sample
     };
     std::vector<Contender> contenders;
     contenders.push_back({"cuBLASLt",
@@ -495,16 +548,18 @@ int main(int argc, char** argv) {
         auto t = TimeBlock(d, s, e0, e1, c.reps, c.launch);
         if (!t.ok()) return Fail(std::string(t.status().message()));
         c.ms.push_back(*t);
+        if (nvml.ok()) c.mhz.push_back((*nvml)->Read(0).sm_mhz);
       }
     }
     const Timing peer_t = Summarize(contenders[0].ms, contenders[0].reps);
     const double peer_tflops = shape.Flops() / (peer_t.median_ms * 1e-3) / 1e12;
     json timings = json::array();
     std::string best;
-    double best_tflops = 0;
+    double best_tflops = 0, best_mhz = 0;
     for (const Contender& c : contenders) {
       const Timing t = Summarize(c.ms, c.reps);
       const double tflops = shape.Flops() / (t.median_ms * 1e-3) / 1e12;
+      const double mhz = Median(c.mhz);
       timings.push_back({{"contender", c.name},
                          {"median_ms", t.median_ms},
                          {"min_ms", t.min_ms},
@@ -513,16 +568,22 @@ int main(int argc, char** argv) {
                          {"launches_per_sample", t.launches_per_sample},
                          {"tflops", tflops},
                          {"x_ceiling", tflops / ceiling->tflops},
-                         {"x_peer", tflops / peer_tflops}});
+                         {"x_peer", tflops / peer_tflops},
+                         {"sm_mhz_median", mhz}});
       if (c.name != "cuBLASLt" && tflops > best_tflops) {
         best_tflops = tflops;
         best = c.name;
+        best_mhz = mhz;
       }
     }
     const double x_ceiling = best_tflops / ceiling->tflops, x_peer = best_tflops / peer_tflops;
-    std::printf("%-16s %-46s %9.1f %9.1f %8.3f %8.3f\n", shape.Name().c_str(),
+    // The same ratio per clock cycle: the GEMM and the ceiling kernel may run at different SM
+    // clocks (power); 0 when NVML gave no clock. Reported beside, never instead of, x_ceiling.
+    const double x_ceiling_per_clock =
+        best_mhz > 0 && ceiling->sm_mhz > 0 ? x_ceiling * ceiling->sm_mhz / best_mhz : 0;
+    std::printf("%-16s %-46s %9.1f %9.1f %8.3f %8.3f %6.0f %9.3f\n", shape.Name().c_str(),
                 best.empty() ? "(none agreed)" : best.c_str(), best_tflops, peer_tflops, x_ceiling,
-                x_peer);
+                x_peer, best_mhz, x_ceiling_per_clock);
     std::fflush(stdout);
     if (&shape == &shapes->front()) {
       headline_ceiling = x_ceiling;
@@ -538,6 +599,8 @@ int main(int argc, char** argv) {
                     {"best_tflops", best_tflops},
                     {"peer_tflops", peer_tflops},
                     {"x_ceiling", x_ceiling},
+                    {"x_ceiling_per_clock", x_ceiling_per_clock},
+                    {"best_sm_mhz_median", best_mhz},
                     {"x_peer", x_peer},
                     {"checks", checks},
                     {"timings", timings}});
