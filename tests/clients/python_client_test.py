@@ -13,7 +13,7 @@ import unittest
 
 import grpc
 
-from cake import CakeError, Client, Hypothesis, Schedule, ScheduleError
+from cake import CakeError, Client, Hypothesis, PortfolioMember, Schedule, ScheduleError
 from cake import evidence_pb2, report_pb2
 
 SOURCE = os.environ.get("CAKE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -149,6 +149,28 @@ class PythonClientTest(unittest.TestCase):
         self.assertEqual(c.state, evidence_pb2.COMPILED, c.status_note)
         with self.assertRaises(ScheduleError):
             Schedule.gemm().pipeline(stages=2, transfer="tma").module()  # padded rows
+
+    def test_a_portfolio_compiles_every_member_under_its_guard(self):
+        skinny = (Schedule.gemm().with_tile(32, 128, 64).with_warps(1, 4).with_swizzle(128)
+                  .pipeline(stages=4, transfer="tma").with_split_k(2))
+        members = [PortfolioMember("skinny", skinny, {"M": (1, 64, 0)})]
+        h = Hypothesis(parent=self.baseline, changed_decisions=["portfolio"],
+                       expected_effect="split K for M <= 64, the baseline elsewhere",
+                       falsification="paired timing is not FASTER on any row")
+        reply = self.client.propose_portfolio(self.contract, members, Schedule.gemm(),
+                                              name="skinny_then_baseline", hypothesis=h)
+        c = self.client.wait(reply.candidate_id, timeout_s=300)
+        self.assertEqual(c.state, evidence_pb2.COMPILED, c.status_note)
+        self.assertEqual(sorted(m.target for m in c.manifests), ["sm_120f", "sm_90"])
+        for m in c.manifests:
+            self.assertEqual([e.name for e in m.entries], ["skinny", "fallback"])
+        # A guard naming a scalar the kernel lacks rejects the portfolio, naming the member.
+        bad = [PortfolioMember("odd", skinny, {"Q": (1, 64, 0)})]
+        c = self.client.wait(self.client.propose_portfolio(
+            self.contract, bad, Schedule.gemm(), name="bad_guard", hypothesis=h).candidate_id,
+            timeout_s=300)
+        self.assertEqual(c.state, evidence_pb2.REJECTED)
+        self.assertIn("odd", c.status_note)
 
     def test_the_builder_refuses_what_the_ir_cannot_express(self):
         for bad in (lambda: Schedule.gemm().with_tile(100, 128),

@@ -14,8 +14,25 @@ from typing import Callable, Optional, Sequence
 import grpc
 from google.protobuf import text_format
 
-from cake import contract_pb2, evidence_pb2, service_pb2, service_pb2_grpc
+from cake import contract_pb2, evidence_pb2, portfolio_pb2, service_pb2, service_pb2_grpc
 from cake.builder import Schedule
+
+
+@dataclass
+class PortfolioMember:
+    """A portfolio member: a schedule and its shape guard, {scalar: (min, max, multiple_of)}
+    (max 0 = unbounded, multiple_of 0 or 1 = none)."""
+
+    name: str
+    schedule: str | Schedule
+    guard: dict = field(default_factory=dict)
+
+    def proto(self) -> portfolio_pb2.Member:
+        m = portfolio_pb2.Member(name=self.name, schedule_text=(
+            self.schedule.text() if isinstance(self.schedule, Schedule) else self.schedule))
+        for scalar, (lo, hi, multiple) in sorted(self.guard.items()):
+            m.guard.scalars.add(scalar=scalar, min=lo, max=hi, multiple_of=multiple)
+        return m
 
 
 class CakeError(Exception):
@@ -146,6 +163,25 @@ class Client:
         text = schedule.text() if isinstance(schedule, Schedule) else schedule
         req = service_pb2.ProposeRequest(contract_id=contract_id, schedule_text=text,
                                          idempotency_key=key, branch=branch)
+        if hypothesis is not None:
+            req.hypothesis.CopyFrom(hypothesis.proto())
+        return self._call("Propose", req)
+
+    def propose_portfolio(self, contract_id: str, members: Sequence[PortfolioMember],
+                          fallback: str | Schedule, name: str = "portfolio",
+                          hypothesis: Optional[Hypothesis] = None, key: str = "",
+                          branch: str = "") -> service_pb2.ProposeReply:
+        """One candidate made of several schedules: `members` in dispatch order, each admitted
+        only for the shapes its guard describes, then `fallback` for every other shape. The
+        daemon compiles each under its guard and keeps a dispatcher manifest per target."""
+        req = service_pb2.ProposeRequest(contract_id=contract_id, idempotency_key=key,
+                                         branch=branch)
+        req.portfolio.name = name
+        for m in members:
+            req.portfolio.members.append(m.proto())
+        req.portfolio.fallback.name = "fallback"
+        req.portfolio.fallback.schedule_text = (
+            fallback.text() if isinstance(fallback, Schedule) else fallback)
         if hypothesis is not None:
             req.hypothesis.CopyFrom(hypothesis.proto())
         return self._call("Propose", req)
