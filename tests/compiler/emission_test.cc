@@ -6,6 +6,7 @@
 #include <regex>
 #include <set>
 
+#include "compiler/artifact_store.h"
 #include "compiler/compiler.h"
 #include "compiler/parse.h"
 #include "google/protobuf/text_format.h"
@@ -209,6 +210,94 @@ TEST(Emission, SplitKWithoutAMergeIsAWriteRaceAndOnlyUncheckedLowersIt) {
   EXPECT_EQ(forced.source->launch.grid_z().count(), 2);
   EXPECT_EQ(forced.source->text.find("workspace"), std::string::npos)
       << "an unmerged split stores each slice's partial straight to C";
+}
+
+workloads::gemm_bf16::WarpGemmParams TmaPoint(int stages) {
+  workloads::gemm_bf16::WarpGemmParams p;
+  p.tile_k = 64;
+  p.stages = stages;
+  p.smem = ir::Representation::SWIZZLE_128B;
+  p.padding = 0;
+  p.transfer = ir::TMA;
+  return p;
+}
+
+std::string EmitParams(const workloads::gemm_bf16::WarpGemmParams& p, const char* target) {
+  compiler::ParsedModule m;
+  m.module = workloads::gemm_bf16::MakeWarpGemm(p);
+  return EmitText(m, target);
+}
+
+// With two or more stages thread 0 never blocks its warp on a slot others still read: it tests
+// the empty barrier, leaves the refill pending and retries at the next k steps. One stage must
+// refill before the next tile's wait, so it waits.
+TEST(Emission, TmaRefillWaitsOnlyWhereItMust) {
+  for (int stages : {2, 3, 4}) {
+    const std::string src = EmitParams(TmaPoint(stages), "sm_90");
+    EXPECT_NE(src.find("int refill = -1;"), std::string::npos) << stages;
+    EXPECT_NE(src.find("StageDone(empty_bar + stage * 8, (kt / kStages) & 1)"), std::string::npos);
+    EXPECT_EQ(src.find("WaitStage(empty_bar + stage * 8"), std::string::npos)
+        << "a blocking wait on the slot just released";
+  }
+  const std::string one = EmitParams(TmaPoint(1), "sm_90");
+  EXPECT_EQ(one.find("refill"), std::string::npos);
+  EXPECT_NE(one.find("WaitStage(empty_bar + stage * 8, (kt / kStages) & 1)"), std::string::npos);
+}
+
+// A loader warp: one more warp, which alone issues the copies and then leaves; the compute warps
+// release only; the split-K merge synchronizes the compute threads by a named barrier.
+TEST(Emission, ALoaderWarpFillsTheRingAndTheComputeWarpsOnlyConsume) {
+  auto p = TmaPoint(3);
+  p.warp_specialized = true;
+  for (const char* target : {"sm_120f", "sm_90"}) {
+    compiler::ParsedModule m;
+    m.module = workloads::gemm_bf16::MakeWarpGemm(p);
+    auto r = compiler::Emit(m, **compiler::TargetByName(target));
+    ASSERT_TRUE(r.source.has_value()) << target << ": " << compiler::ToJson(r.analysis);
+    EXPECT_EQ(r.source->launch.threads_per_cta(), 160);
+    const std::string& src = r.source->text;
+    EXPECT_NE(src.find("kComputeThreads = 128, kFirstComputeWarp = 0, kLoaderWarp = 4"),
+              std::string::npos);
+    EXPECT_NE(src.find("if (warp == kLoaderWarp) {"), std::string::npos);
+    EXPECT_EQ(src.find("if (tid == 0 && kt + kStages < k_tiles)"), std::string::npos)
+        << "a compute thread refills";
+    EXPECT_EQ(src.find("refill"), std::string::npos);
+    // The loader's operations have their own source ranges.
+    std::set<std::string> ops;
+    for (const report::SourceRange& range : r.source->op_lines) ops.insert(range.op_id());
+    for (const char* op : {"load_role", "load_tiles", "load_k", "main", "read"})
+      EXPECT_TRUE(ops.count(op)) << op;
+  }
+  p.k_slices = 3;
+  const std::string split = EmitParams(p, "sm_90");
+  EXPECT_NE(split.find("bar.sync 1, %0;"), std::string::npos);
+  EXPECT_EQ(split.find("__syncthreads();  // partials"), std::string::npos);
+  EXPECT_NE(split.find("if (ctid == 0) {"), std::string::npos);
+}
+
+// What the loader-warp lowering refuses, each with its reason, rather than guessing.
+TEST(Emission, ALoaderWarpIsLoweredOnlyInItsOneShape) {
+  auto expect_refused = [](ir::Module m, const char* says) {
+    compiler::ParsedModule parsed;
+    parsed.module = std::move(m);
+    auto r = compiler::Emit(parsed, **compiler::TargetByName("sm_90"));
+    EXPECT_FALSE(r.source.has_value()) << says;
+    EXPECT_NE(compiler::ToJson(r.analysis).find(says), std::string::npos)
+        << compiler::ToJson(r.analysis);
+  };
+  auto p = TmaPoint(3);
+  p.warp_specialized = true;
+  // cp.async filled by a loader warp (the ring would need its own async-group protocol).
+  auto cp = p;
+  cp.transfer = ir::CP_ASYNC;
+  expect_refused(workloads::gemm_bf16::MakeWarpGemm(cp), "TMA pipelines only");
+  // A loader of two warps.
+  ir::Module two = workloads::gemm_bf16::MakeWarpGemm(p);
+  ir::Kernel* k = two.mutable_kernels(0);
+  k->mutable_launch()->set_threads_per_cta(192);
+  for (auto& role : *k->mutable_roles())
+    if (role.name() == "loader") role.add_warps(5);
+  expect_refused(two, "one warp");
 }
 
 // The benchmark's sm_90-only points need more shared memory than SM120 has: the verifier
