@@ -369,18 +369,10 @@ std::string RestrictQualifier(const WarpTiles& t, const std::string& tensor) {
 }
 
 std::vector<std::string> WarpMainloopInstructions() {
-  return {"cp.async.cg.16",
-          "cp.async.bulk.tensor.2d",
-          "mbarrier.init",
-          "fence.mbarrier_init",
-          "mbarrier.arrive.expect_tx",
-          "mbarrier.try_wait.parity",
-          "mbarrier.test_wait.parity",
-          "mbarrier.arrive",
-          "fence.proxy.async",
-          "ldmatrix.m8n8.x4.b16",
-          "ldmatrix.m8n8.x2.b16",
-          "mma.m16n8k16.bf16.f32"};
+  return {"cp.async.cg.16",       "cp.async.bulk.tensor.2d",   "mbarrier.init",
+          "fence.mbarrier_init",  "mbarrier.arrive.expect_tx", "mbarrier.try_wait.parity",
+          "mbarrier.arrive",      "fence.proxy.async",         "ldmatrix.m8n8.x4.b16",
+          "ldmatrix.m8n8.x2.b16", "mma.m16n8k16.bf16.f32"};
 }
 
 std::vector<LoweredKernel::Form> WarpMainloopForms(const WarpTiles& t) {
@@ -451,19 +443,6 @@ __device__ __forceinline__ void WaitStage(uint32_t bar, uint32_t parity) {
       " mbarrier.try_wait.parity.shared::cta.b64 ready, [%0], %1;\n"
       " @!ready bra WAIT;\n}\n" ::"r"(bar), "r"(parity)
       : "memory");
-}
-
-// True when the mbarrier at `bar` has completed its phase of parity `parity`; never waits.
-__device__ __forceinline__ bool StageDone(uint32_t bar, uint32_t parity) {
-  uint32_t done;
-  asm volatile(
-      "{\n .reg .pred p;\n"
-      " mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-      " selp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(done)
-      : "r"(bar), "r"(parity)
-      : "memory");
-  return done != 0;
 })cuda");
     return;
   }
@@ -685,14 +664,6 @@ void EmitFragmentSteps(const WarpTiles& t, SourceWriter& w) {
 // Release of slot `stage`: every thread arrives on empty[stage] (release semantics: its reads
 // of the slot are performed first); thread 0 acquires the slot once all have arrived, orders the
 // generic-proxy reads before the async-proxy writes, and refills it with tile kt + kStages.
-// Thread 0 refills a slot without blocking its warp where it can: with two or more stages, a
-// slot whose other readers are still at work is left pending and retried (test_wait) at the
-// next tile's k steps; only at that tile's end does thread 0 wait for it. (One stage must refill
-// before the next tile's wait; the early-release rule proof keeps the refill where it is.)
-bool DeferredRefill(const WarpTiles& t) {
-  return !t.warp_specialized && !t.release_early && t.stages >= 2;
-}
-
 void EmitTmaRelease(const WarpTiles& t, SourceWriter& w) {
   w.Begin(t.op_release);
   Lines(
@@ -701,25 +672,6 @@ void EmitTmaRelease(const WarpTiles& t, SourceWriter& w) {
                      : "memory");)cuda");
   w.End(t.op_release);
   if (t.warp_specialized) return;  // the loader warp refills
-  if (DeferredRefill(t)) {
-    Lines(w, R"cuda(        if (tid == 0) {
-          if (refill >= 0) {  // the previous tile's slot is still unrefilled: wait for it now
-            WaitStage(empty_bar + (refill % kStages) * 8, (refill / kStages) & 1);
-            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-            produce(refill % kStages, refill + kStages);
-            refill = -1;
-          }
-          if (kt + kStages < k_tiles) {
-            if (StageDone(empty_bar + stage * 8, (kt / kStages) & 1)) {  // every thread read it
-              asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-              produce(stage, kt + kStages);
-            } else {
-              refill = kt;  // retried at the next k steps without waiting
-            }
-          }
-        })cuda");
-    return;
-  }
   Lines(w, R"cuda(        if (tid == 0 && kt + kStages < k_tiles) {
           WaitStage(empty_bar + stage * 8, (kt / kStages) & 1);  // every thread has read it
           asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -790,10 +742,8 @@ void EmitTmaKLoop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& 
   Lines(w, R"cuda(  if (k_tiles > 0) {
     WaitStage(full_bar, 0);  // tile 0 is Ready
     load_frags(0, 0, 0);
-  })cuda");
-  if (DeferredRefill(t))
-    w.Line("  int refill = -1;  // thread 0: the k-tile whose slot awaits its refill");
-  Lines(w, R"cuda(  for (int kt = 0; kt < k_tiles; ++kt) {
+  }
+  for (int kt = 0; kt < k_tiles; ++kt) {
     const int stage = kt % kStages;
 #pragma unroll
     for (int ks = 0; ks < kTileK / 16; ++ks) {)cuda");
@@ -804,15 +754,8 @@ void EmitTmaKLoop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& 
     EmitTmaRelease(t, w);
     w.Line("      }");
   }
-  Lines(w, R"cuda(      if (ks + 1 < kTileK / 16) {)cuda");
-  if (DeferredRefill(t))
-    Lines(w, R"cuda(        if (tid == 0 && refill >= 0 &&
-            StageDone(empty_bar + (refill % kStages) * 8, (refill / kStages) & 1)) {
-          asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-          produce(refill % kStages, refill + kStages);
-          refill = -1;
-        })cuda");
-  Lines(w, R"cuda(        load_frags((ks + 1) & 1, stage, ks + 1);
+  Lines(w, R"cuda(      if (ks + 1 < kTileK / 16) {
+        load_frags((ks + 1) & 1, stage, ks + 1);
       } else {)cuda");
   for (const std::string& line : terms.after_consume) w.Line("  " + line);
   if (!t.release_early) EmitTmaRelease(t, w);
