@@ -22,7 +22,7 @@ using ir::F32;
 // One row per instruction form. Verdicts are the ones ptxas 13.0 gives (tested); legacy FP8
 // mma.sync assembles for sm_90 but is emulated there (F2FP unpack + HMMA), so its speed is never
 // judged on the Hopper witness.
-const std::array<InstrDescriptor, 25> kTable = {{
+const std::array<InstrDescriptor, 26> kTable = {{
     {"mma.m16n8k16.bf16.f32",
      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
      {7, 0},
@@ -277,6 +277,17 @@ const std::array<InstrDescriptor, 25> kTable = {{
      false,
      std::nullopt,
      "setmaxnreg.inc.sync.aligned.u32 232;"},
+    {"setmaxnreg.dec",
+     "setmaxnreg.dec.sync.aligned.u32",
+     {8, 0},
+     kSm12x,
+     P::kWarp,
+     "releases per-thread registers of the warp (a loader's, for the compute warps)",
+     "USETMAXREG",
+     "",
+     false,
+     std::nullopt,
+     "setmaxnreg.dec.sync.aligned.u32 40;"},
     {"wgmma",
      "wgmma.mma_async.sync.aligned",
      {8, 0},

@@ -240,9 +240,13 @@ TEST(Emission, ALoaderWarpFillsTheRingAndTheComputeWarpsOnlyConsume) {
     ASSERT_TRUE(r.source.has_value()) << target << ": " << compiler::ToJson(r.analysis);
     EXPECT_EQ(r.source->launch.threads_per_cta(), 160);
     const std::string& src = r.source->text;
-    EXPECT_NE(src.find("kComputeThreads = 128, kFirstComputeWarp = 0, kLoaderWarp = 4"),
+    EXPECT_NE(src.find("kComputeThreads = 128, kFirstComputeWarp = 0, kLoaderWarp = 4, "
+                       "kLoaderWarps = 1;"),
               std::string::npos);
-    EXPECT_NE(src.find("if (warp == kLoaderWarp) {"), std::string::npos);
+    EXPECT_NE(src.find("if (warp >= kLoaderWarp && warp < kLoaderWarp + kLoaderWarps) {"),
+              std::string::npos);
+    EXPECT_NE(src.find("if (warp == kLoaderWarp && lane == 0) {"), std::string::npos);
+    EXPECT_EQ(src.find("setmaxnreg"), std::string::npos) << "no budgets, no setmaxnreg";
     EXPECT_EQ(src.find("if (tid == 0 && kt + kStages < k_tiles)"), std::string::npos)
         << "a compute thread refills";
     // The loader's operations have their own source ranges.

@@ -103,6 +103,49 @@ TEST(ReceiptSpace, EveryCandidateCompiles) {
   fs::remove_all(store);
 }
 
+// Eight compute warps of 64x64 beside a loader warpgroup that gives them its registers
+// (setmaxnreg 232 / 40): the lowering emits setmaxnreg.dec/.inc, but for SM12x ptxas drops both
+// (C7506, "setmaxnreg ignored to maintain compatibility into 'extern' call"): the TMA copy takes
+// the generic address of the __grid_constant__ tensor map, which SM12x code reaches through a
+// CALL.ABS. The receipt sees USETMAXREG missing from the SASS and fails, rather than passing a
+// kernel whose registers never moved. sm_90 rejects setmaxnreg at admission.
+TEST(ReceiptSpace, DroppedSetmaxnregFailsTheSm120Receipt) {
+  const fs::path store = testing::FreshDir("cake_receipts_setmaxnreg");
+  compiler::CompileOptions opts;
+  opts.store_root = store.string();
+  workloads::gemm_bf16::WarpGemmParams p;
+  p.tile_m = 128, p.tile_n = 256, p.tile_k = 64, p.warps_m = 2, p.warps_n = 4, p.stages = 2;
+  p.smem = ir::Representation::SWIZZLE_128B, p.padding = 0, p.transfer = ir::TMA;
+  p.warp_specialized = true;
+  p.loader_warps = 4;
+  p.compute_registers = 232;  // 256 x 232 + 128 x 40 = 64,512 of 65,536
+  p.loader_registers = 40;
+  compiler::ParsedModule parsed;
+  parsed.module = workloads::gemm_bf16::MakeWarpGemm(p);
+  auto c = compiler::Compile(parsed, **compiler::TargetByName("sm_120f"), opts);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(c->receipt.has_value()) << compiler::ToJson(c->analysis);
+  const report::LoweringReceipt& r = *c->receipt;
+  EXPECT_EQ(r.threads_per_cta(), 384);
+  EXPECT_EQ(r.outcome(), report::LoweringReceipt::FAIL);
+  EXPECT_EQ(Observed(r, "USETMAXREG"), 0);
+  bool form_missing = false;
+  for (const report::Diagnostic& d : r.failures())
+    form_missing |= d.id() == report::DIAG_SASS_FORM_MISSING &&
+                    d.condition().find("setmaxnreg") != std::string::npos;
+  EXPECT_TRUE(form_missing) << compiler::ToJson(r);
+  bool call = false;
+  for (const report::SassOpcodeCount& op : r.sass_census())
+    call |= op.opcode().rfind("CALL", 0) == 0;
+  EXPECT_TRUE(call) << "the cause seen: the tensor map's generic address is taken by a call";
+
+  auto hopper = compiler::Compile(parsed, **compiler::TargetByName("sm_90"), opts);
+  ASSERT_TRUE(hopper.ok());
+  EXPECT_FALSE(hopper->receipt.has_value()) << "setmaxnreg lowered for sm_90";
+  EXPECT_EQ(hopper->analysis.verdict(), report::REJECTED);
+  fs::remove_all(store);
+}
+
 // A schedule that fails analysis produces no receipt, and Compile does not touch the toolchain's
 // output directory for it.
 TEST(ReceiptSpace, RejectedScheduleHasNoReceipt) {

@@ -43,11 +43,16 @@ std::string WarpGemmParams::Describe() const {
   std::string repr = smem == ir::Representation::ROW_MAJOR     ? absl::StrCat("pad", padding)
                      : smem == ir::Representation::SWIZZLE_64B ? "swz64"
                                                                : "swz128";
-  return absl::StrCat(tile_m, "x", tile_n, "x", tile_k, " w", warps_m, "x", warps_n, " s", stages,
-                      " ", repr, b_load_x4 ? " x4" : " x2", out == ir::F32 ? " f32" : " bf16",
-                      transfer == ir::TMA ? " tma" : "", warp_specialized ? " ws" : "",
-                      k_slices > 1 ? absl::StrCat(" k", k_slices) : "",
-                      k_slices > 1 && k_merge != ir::K_MERGE_ORDERED_WORKSPACE ? " unmerged" : "");
+  return absl::StrCat(
+      tile_m, "x", tile_n, "x", tile_k, " w", warps_m, "x", warps_n, " s", stages, " ", repr,
+      b_load_x4 ? " x4" : " x2", out == ir::F32 ? " f32" : " bf16",
+      transfer == ir::TMA ? " tma" : "",
+      !warp_specialized  ? ""
+      : loader_warps > 1 ? absl::StrCat(" ws", loader_warps)
+                         : " ws",
+      compute_registers > 0 ? absl::StrCat(" r", compute_registers, "/", loader_registers) : "",
+      k_slices > 1 ? absl::StrCat(" k", k_slices) : "",
+      k_slices > 1 && k_merge != ir::K_MERGE_ORDERED_WORKSPACE ? " unmerged" : "");
 }
 
 ir::Module MakeWarpGemm(const WarpGemmParams& p) {
@@ -68,17 +73,20 @@ ir::Module MakeWarpGemm(const WarpGemmParams& p) {
   AddTensor(k, "B", ir::BF16, ir::READ_ONLY, "N", "K");
   AddTensor(k, "C", p.out, ir::WRITE_ONLY, "M", "N");
   const int warps = p.warps_m * p.warps_n;
-  k->mutable_launch()->set_threads_per_cta(32 * (warps + (p.warp_specialized ? 1 : 0)));
+  const int loader_warps = p.warp_specialized ? p.loader_warps : 0;
+  k->mutable_launch()->set_threads_per_cta(32 * (warps + loader_warps));
   ir::Role* role = k->add_roles();
   role->set_name("compute");
   for (int w = 0; w < warps; ++w) role->add_warps(w);
   role->set_issuer(ir::Role::ALL_LANES);
+  if (p.compute_registers > 0) role->set_register_budget(p.compute_registers);
   const std::string producer = p.warp_specialized ? "loader" : "compute";
   if (p.warp_specialized) {
     ir::Role* loader = k->add_roles();
     loader->set_name(producer);
-    loader->add_warps(warps);  // the warp after the accumulator's grid
+    for (int w = warps; w < warps + loader_warps; ++w) loader->add_warps(w);  // after the grid
     loader->set_issuer(ir::Role::ELECTED_LANE);
+    if (p.loader_registers > 0) loader->set_register_budget(p.loader_registers);
   }
   ir::MmaInstr* instr = k->add_instrs();
   instr->set_name("mma");

@@ -26,6 +26,10 @@ struct WarpGemmParams {
   // A loader warp (one more warp, elected lane) fills the TMA ring; the warps of the
   // accumulator's grid only consume (TMA only).
   bool warp_specialized = false;
+  // With a loader: its warps (1, or a whole warpgroup of 4 when registers are redistributed) and
+  // the per-thread register budgets (setmaxnreg, SM12x only; 0 = the compiler's allocation).
+  int loader_warps = 1;
+  int compute_registers = 0, loader_registers = 0;
   ir::Arch arch = ir::SM_120F;
   std::string ptx_version = "8.8";
   std::string name = "gemm_bf16";

@@ -43,7 +43,9 @@ class WarpGemmLowering final : public Lowering {
            "split-K merged through a workspace)";
   }
   std::vector<std::string> required_instructions() const override {
-    return WarpMainloopInstructions();
+    std::vector<std::string> out = WarpMainloopInstructions();
+    out.insert(out.end(), {"setmaxnreg.dec", "setmaxnreg.inc"});  // loader warpgroups (SM12x)
+    return out;
   }
 
   absl::Status Match(const ir::Module& module, const KernelGraph& g) const override {

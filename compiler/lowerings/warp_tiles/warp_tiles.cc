@@ -132,8 +132,6 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
   // A kernel lowered without its declared cluster would run, but not as the schedule says.
   if (k.launch().cluster_size() > 1)
     return Unsupported(lowering, "thread block clusters are not lowered (cluster_size > 1)");
-  if (ri->second->register_budget() != 0)
-    return Unsupported(lowering, "register budgets are not lowered");
   const ir::Role& compute_role = *ri->second;
   t.compute_warps = compute_role.warps_size();
   t.first_compute_warp = t.compute_warps > 0 ? compute_role.warps(0) : 0;
@@ -141,16 +139,31 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
     if (compute_role.warps(i) != t.first_compute_warp + i)
       return Unsupported(lowering, "the compute role's warps must be contiguous and ascending");
   if (!t.warp_specialized) {
+    if (compute_role.register_budget() != 0)
+      return Unsupported(lowering, "register budgets are lowered beside a loader warpgroup only");
     if (t.compute_warps * 32 != t.threads)
       return Unsupported(lowering, "a single role owning every warp is required");
   } else {
     auto li = g.roles.find(loader->op->role_region().role());
     if (li == g.roles.end()) return Unsupported(lowering, "unknown loader role");
-    if (li->second->warps_size() != 1 || li->second->register_budget() != 0)
-      return Unsupported(lowering, "the loader role is one warp without a register budget");
-    t.loader_warp = li->second->warps(0);
-    if ((t.compute_warps + 1) * 32 != t.threads)
-      return Unsupported(lowering, "the compute warps and the loader warp must be every warp");
+    const ir::Role& loader_role = *li->second;
+    t.loader_warps = loader_role.warps_size();
+    t.loader_warp = t.loader_warps > 0 ? loader_role.warps(0) : -1;
+    for (int i = 0; i < t.loader_warps; ++i)
+      if (loader_role.warps(i) != t.loader_warp + i)
+        return Unsupported(lowering, "the loader role's warps must be contiguous and ascending");
+    // Registers move between roles by setmaxnreg, which every warp of a warpgroup executes: a
+    // budgeted loader is a whole warpgroup (the verifier checks alignment and the SM's total).
+    t.compute_registers = compute_role.register_budget();
+    t.loader_registers = loader_role.register_budget();
+    if ((t.compute_registers == 0) != (t.loader_registers == 0))
+      return Unsupported(lowering, "both roles state a register budget, or neither");
+    if (t.compute_registers == 0 && t.loader_warps != 1)
+      return Unsupported(lowering, "an unbudgeted loader role is one warp");
+    if (t.compute_registers != 0 && t.loader_warps != 4)
+      return Unsupported(lowering, "a loader with a register budget is one warpgroup (4 warps)");
+    if ((t.compute_warps + t.loader_warps) * 32 != t.threads)
+      return Unsupported(lowering, "the compute warps and the loader warps must be every warp");
   }
 
   // Instruction.
@@ -377,11 +390,17 @@ std::vector<std::string> WarpMainloopInstructions() {
 
 std::vector<LoweredKernel::Form> WarpMainloopForms(const WarpTiles& t) {
   const char* copy = t.transfer == ir::TMA ? "cp.async.bulk.tensor.2d" : "cp.async.cg.16";
-  return {{t.op_copy_a, copy},
-          {t.op_copy_b, copy},
-          {t.op_load_a, "ldmatrix.m8n8.x4.b16"},
-          {t.op_load_b, t.b_load_x4 ? "ldmatrix.m8n8.x4.b16" : "ldmatrix.m8n8.x2.b16"},
-          {t.op_mma, "mma.m16n8k16.bf16.f32"}};
+  std::vector<LoweredKernel::Form> forms = {
+      {t.op_copy_a, copy},
+      {t.op_copy_b, copy},
+      {t.op_load_a, "ldmatrix.m8n8.x4.b16"},
+      {t.op_load_b, t.b_load_x4 ? "ldmatrix.m8n8.x4.b16" : "ldmatrix.m8n8.x2.b16"},
+      {t.op_mma, "mma.m16n8k16.bf16.f32"}};
+  if (t.loader_registers > 0) {  // the registers really move: USETMAXREG in the SASS
+    forms.push_back({t.op_loader_role, "setmaxnreg.dec"});
+    forms.push_back({t.op_role, "setmaxnreg.inc"});
+  }
+  return forms;
 }
 
 void EmitWarpTileConstants(const WarpTiles& t, SourceWriter& w) {
@@ -392,8 +411,8 @@ void EmitWarpTileConstants(const WarpTiles& t, SourceWriter& w) {
   // The threads that consume (and release) stages: the compute role's, beside the loader warp.
   if (t.warp_specialized)
     w.Line(absl::StrCat("constexpr int kComputeThreads = ", t.compute_warps * 32,
-                        ", kFirstComputeWarp = ", t.first_compute_warp,
-                        ", kLoaderWarp = ", t.loader_warp, ";"));
+                        ", kFirstComputeWarp = ", t.first_compute_warp, ", kLoaderWarp = ",
+                        t.loader_warp, ", kLoaderWarps = ", t.loader_warps, ";"));
   w.Line("constexpr int kWarpTileM = kTileM / kWarpsM, kWarpTileN = kTileN / kWarpsN;");
   if (t.k_slices > 1) w.Line(absl::StrCat("constexpr int kKSlices = ", t.k_slices, ";"));
   w.Line("constexpr int kFragsM = kWarpTileM / 16, kFragsN = kWarpTileN / 8;");
@@ -716,8 +735,11 @@ void EmitTmaKLoop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& 
     w.Begin(t.op_loader_role);
     w.Begin(t.op_loader_tiles);
     w.Begin(t.op_loader_kloop);
-    Lines(w, R"cuda(  if (warp == kLoaderWarp) {
-    if (lane == 0) {
+    w.Line("  if (warp >= kLoaderWarp && warp < kLoaderWarp + kLoaderWarps) {");
+    if (t.loader_registers > 0)
+      w.Line(absl::StrCat("    asm volatile(\"setmaxnreg.dec.sync.aligned.u32 ", t.loader_registers,
+                          ";\\n\" ::: \"memory\");  // to the compute warps"));
+    Lines(w, R"cuda(    if (warp == kLoaderWarp && lane == 0) {
       for (int kt = 0; kt < k_tiles; ++kt) {
         const int stage = kt % kStages;
         if (kt >= kStages) {
@@ -732,6 +754,9 @@ void EmitTmaKLoop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& 
     w.End(t.op_loader_kloop);
     w.End(t.op_loader_tiles);
     w.End(t.op_loader_role);
+    if (t.compute_registers > 0)
+      w.Line(absl::StrCat("  asm volatile(\"setmaxnreg.inc.sync.aligned.u32 ", t.compute_registers,
+                          ";\\n\" ::: \"memory\");  // the loader's registers"));
   } else {
     Lines(w, R"cuda(  if (tid == 0) {
 #pragma unroll

@@ -32,7 +32,10 @@ struct WarpTiles {
   // copies) beside the compute role's warps [first_compute_warp, + compute_warps), which only
   // consume. Otherwise one role owns every warp and thread 0 also refills the ring.
   bool warp_specialized = false;
-  int compute_warps = 0, first_compute_warp = 0, loader_warp = -1;
+  int compute_warps = 0, first_compute_warp = 0, loader_warp = -1, loader_warps = 0;
+  // Per-thread register budgets (setmaxnreg) of the two roles, both or neither; with them the
+  // loader is one warpgroup and the compute warps take the registers it gives up.
+  int compute_registers = 0, loader_registers = 0;
   // CP_ASYNC: every thread copies 16-byte chunks, async groups + barrier publish a stage. TMA:
   // one thread issues a tensor-map box copy per buffer, completing on the stage's mbarrier with
   // the box's bytes; the launch passes tensor maps for A and B instead of their pointers.
