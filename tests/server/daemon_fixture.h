@@ -148,6 +148,26 @@ class Daemon {
   std::unique_ptr<v1::CakeService::Stub> stub_;
 };
 
+// A fresh state directory per test (named from `prefix`), removed afterwards; a killed daemon's
+// workers may still be finishing a write into it, so removal is retried for a few seconds.
+class StateDirTest : public ::testing::Test {
+ protected:
+  explicit StateDirTest(std::string prefix) : prefix_(std::move(prefix)) {}
+  void SetUp() override { state_ = FreshDir(prefix_); }
+  void TearDown() override {
+    std::error_code ec;
+    for (int i = 0; i < 50; ++i) {
+      std::filesystem::remove_all(state_, ec);
+      if (!ec) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  std::filesystem::path state_;
+
+ private:
+  std::string prefix_;
+};
+
 // The bundled warp-GEMM contract with its baseline schedule, and its creation by the operator.
 inline contract::Contract BundledContract() {
   contract::Contract c;

@@ -49,19 +49,9 @@ bool Settled(const evidence::Candidate& c) {
   return c.state() == evidence::COMPILED || c.state() == evidence::REJECTED;
 }
 
-class DaemonTest : public ::testing::Test {
+class DaemonTest : public testing::StateDirTest {
  protected:
-  void SetUp() override { state_ = testing::FreshDir("caked_it"); }
-  void TearDown() override {
-    // A killed daemon's workers may still be finishing a write into the state directory.
-    std::error_code ec;
-    for (int i = 0; i < 50; ++i) {
-      fs::remove_all(state_, ec);
-      if (!ec) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  }
-  fs::path state_;
+  DaemonTest() : StateDirTest("caked_it") {}
 };
 
 TEST_F(DaemonTest, RoundStopsAtCompiledWithoutADeviceAndSaysSo) {

@@ -69,18 +69,9 @@ int64_t Scalar(const fs::path& db, const std::string& sql) {
 
 bool HaveTool(const std::string& name) { return base::FindOnPath(name).has_value(); }
 
-class HostileInputTest : public ::testing::Test {
+class HostileInputTest : public testing::StateDirTest {
  protected:
-  void SetUp() override { state_ = testing::FreshDir("caked_hostile"); }
-  void TearDown() override {
-    std::error_code ec;
-    for (int i = 0; i < 50; ++i) {
-      fs::remove_all(state_, ec);
-      if (!ec) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  }
-  fs::path state_;
+  HostileInputTest() : StateDirTest("caked_hostile") {}
 };
 
 TEST_F(HostileInputTest, DeeplyNestedProposeIsRefusedAndTheDaemonKeepsServing) {

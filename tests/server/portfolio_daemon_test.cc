@@ -53,18 +53,9 @@ v1::ErrorDetail Detail(const grpc::Status& s) {
   return out;
 }
 
-class PortfolioDaemonTest : public ::testing::Test {
+class PortfolioDaemonTest : public testing::StateDirTest {
  protected:
-  void SetUp() override { state_ = testing::FreshDir("caked_portfolio"); }
-  void TearDown() override {
-    std::error_code ec;
-    for (int i = 0; i < 50; ++i) {
-      fs::remove_all(state_, ec);
-      if (!ec) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  }
-  fs::path state_;
+  PortfolioDaemonTest() : StateDirTest("caked_portfolio") {}
 };
 
 TEST_F(PortfolioDaemonTest, EveryMemberCompilesUnderItsGuardIntoOneManifestPerTarget) {
