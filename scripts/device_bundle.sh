@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Packs what a GPU machine needs to run binaries built here into BUILD/device (under 64 MiB):
+# Packs what a GPU machine needs to run binaries built here into BUILD/device (and a compressed
+# BUILD/device.tar.xz):
 # stripped executables in bin/ and the Debian libraries its image lacks in lib/ (glibc, libstdc++,
 # OpenSSL, zlib, systemd and compression libraries are left to the image's own, newer ones).
 set -euo pipefail
@@ -18,3 +19,8 @@ for exe in "$dest"/bin/*; do
 done
 strip --strip-unneeded "$dest"/lib/* 2>/dev/null || true
 du -sh "$dest" >&2
+# The same, compressed (about a fifth of the size): carry BUILD/device.tar.xz where the tree
+# plus the bundle would be too large to travel, and unpack it there with
+#   tar xJf BUILD/device.tar.xz -C BUILD
+tar cJf "$build/device.tar.xz" -C "$build" device
+du -sh "$build/device.tar.xz" >&2
