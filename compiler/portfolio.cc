@@ -40,7 +40,19 @@ std::string Signature(const ir::Module& m) {
   return absl::StrJoin(parts, " ");
 }
 
+// The guarded members in dispatch order, then the fallback.
+std::vector<const portfolio::Member*> MembersInOrder(const portfolio::Portfolio& p) {
+  std::vector<const portfolio::Member*> all;
+  for (const portfolio::Member& m : p.members()) all.push_back(&m);
+  all.push_back(&p.fallback());
+  return all;
+}
+
 }  // namespace
+
+std::string MemberName(const portfolio::Member& m) {
+  return m.name().empty() ? "fallback" : m.name();
+}
 
 absl::StatusOr<ir::Module> ApplyGuard(const ir::Module& module,
                                       const portfolio::ShapeGuard& guard) {
@@ -139,9 +151,7 @@ absl::Status CheckPortfolio(const portfolio::Portfolio& p) {
     return absl::InvalidArgumentError(
         "the portfolio's name has at most 64 characters from [A-Za-z0-9_.-]");
   std::set<std::string> names;
-  std::vector<const portfolio::Member*> all;
-  for (const portfolio::Member& m : p.members()) all.push_back(&m);
-  all.push_back(&p.fallback());
+  const std::vector<const portfolio::Member*> all = MembersInOrder(p);
   for (const portfolio::Member* m : all) {
     const std::string name = m->name().empty() && m == &p.fallback() ? "fallback" : m->name();
     // Names land in row names ("case @member"), logs and manifests: plain characters only.
@@ -179,14 +189,11 @@ absl::StatusOr<portfolio::Portfolio> ParsePortfolioText(absl::string_view text,
 
 absl::Status CheckSelfContained(const portfolio::Portfolio& p) {
   if (absl::Status s = CheckPortfolio(p); !s.ok()) return s;
-  std::vector<const portfolio::Member*> all;
-  for (const portfolio::Member& m : p.members()) all.push_back(&m);
-  all.push_back(&p.fallback());
+  const std::vector<const portfolio::Member*> all = MembersInOrder(p);
   for (const portfolio::Member* m : all)
     if (!m->schedule_file().empty())
       return absl::InvalidArgumentError(absl::StrCat(
-          "member '", m->name().empty() ? "fallback" : m->name(), "' names schedule_file '",
-          m->schedule_file().substr(0, 200),
+          "member '", MemberName(*m), "' names schedule_file '", m->schedule_file().substr(0, 200),
           "': a proposed portfolio carries every schedule as schedule_text (the daemon reads no "
           "file a proposal names; `cakectl propose --portfolio` inlines them)"));
   return absl::OkStatus();
@@ -194,12 +201,10 @@ absl::Status CheckSelfContained(const portfolio::Portfolio& p) {
 
 absl::StatusOr<std::string> PortfolioHash(const portfolio::Portfolio& p) {
   if (absl::Status s = CheckSelfContained(p); !s.ok()) return s;
-  std::vector<const portfolio::Member*> all;
-  for (const portfolio::Member& m : p.members()) all.push_back(&m);
-  all.push_back(&p.fallback());
+  const std::vector<const portfolio::Member*> all = MembersInOrder(p);
   std::string canonical = absl::StrCat("cake.portfolio.v1\n", p.name(), "\n");
   for (const portfolio::Member* m : all) {
-    const std::string name = m->name().empty() ? "fallback" : m->name();
+    const std::string name = MemberName(*m);
     auto module = ParseModuleText(m->schedule_text(), absl::StrCat(name, ".textproto"));
     if (!module.ok()) return module.status();
     // Dispatch order is meaning; the order a guard lists its facts is not.
@@ -297,17 +302,14 @@ absl::StatusOr<PortfolioResult> CompilePortfolio(const portfolio::Portfolio& p,
   PortfolioResult result;
   result.manifest.set_portfolio(p.name());
   result.manifest.set_target(std::string(target.name));
-  std::vector<const portfolio::Member*> all;
-  for (const portfolio::Member& m : p.members()) all.push_back(&m);
-  all.push_back(&p.fallback());
+  const std::vector<const portfolio::Member*> all = MembersInOrder(p);
   // Parsed first, so a bad file costs no compile and the signatures compare before any work.
   std::vector<ParsedModule> parsed;
   for (const portfolio::Member* m : all) {
-    auto module = m->schedule_text().empty()
-                      ? ParseModuleFile((base_dir / m->schedule_file()).string())
-                      : ParseModuleText(
-                            m->schedule_text(),
-                            absl::StrCat(m->name().empty() ? "fallback" : m->name(), ".textproto"));
+    auto module =
+        m->schedule_text().empty()
+            ? ParseModuleFile((base_dir / m->schedule_file()).string())
+            : ParseModuleText(m->schedule_text(), absl::StrCat(MemberName(*m), ".textproto"));
     if (!module.ok()) return module.status();
     parsed.push_back(*std::move(module));
   }
@@ -316,7 +318,7 @@ absl::StatusOr<PortfolioResult> CompilePortfolio(const portfolio::Portfolio& p,
   for (size_t i = 0; i < all.size(); ++i) {
     const portfolio::Member& m = *all[i];
     PortfolioMemberResult r;
-    r.name = m.name().empty() && i + 1 == all.size() ? "fallback" : m.name();
+    r.name = MemberName(m);  // CheckPortfolio: only the fallback may be unnamed
     r.file = m.schedule_file().empty() ? "(inline)" : m.schedule_file();
     auto fail = [&](std::string why) {
       r.error = std::move(why);

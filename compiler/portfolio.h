@@ -45,6 +45,9 @@ absl::StatusOr<int> Dispatch(const portfolio::DispatcherManifest& manifest,
 // portfolio file, or its text).
 absl::Status CheckPortfolio(const portfolio::Portfolio& p);
 
+// A member's name in messages, manifests and row names; an unnamed fallback is "fallback".
+std::string MemberName(const portfolio::Member& m);
+
 // CheckPortfolio, and every member carries its schedule as schedule_text (what the daemon
 // accepts in a proposal: it never reads a file an agent names).
 absl::Status CheckSelfContained(const portfolio::Portfolio& p);

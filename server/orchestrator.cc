@@ -418,11 +418,13 @@ absl::Status Orchestrator::OnCompiled(const ledger::Job& job, const worker::Repl
         CAKE_RETURN_IF_ERROR(ledger_->evidence().PutManifest(job.candidate_id, m));
       }
     }
+    // A portfolio is one candidate: any member that fails under its guard rejects it, the note
+    // naming the member (its analysis and receipt are the ones recorded for the target).
+    auto member = [](const worker::TargetResult& r) {
+      return r.portfolio_error().empty() ? std::string()
+                                         : absl::StrCat(" (portfolio ", r.portfolio_error(), ")");
+    };
     for (const worker::TargetResult& r : results) {
-      // A portfolio is one candidate: any member that fails under its guard rejects it, the
-      // note naming the member (its analysis and receipt are the ones recorded for the target).
-      const std::string member =
-          r.portfolio_error().empty() ? "" : absl::StrCat(" (portfolio ", r.portfolio_error(), ")");
       if (!r.portfolio_error().empty() && r.analysis().verdict() == report::VERIFIED &&
           r.has_receipt() && r.receipt().outcome() == report::LoweringReceipt::PASS)
         return Advance(
@@ -439,7 +441,7 @@ absl::Status Orchestrator::OnCompiled(const ledger::Job& job, const worker::Repl
         return Advance(job.candidate_id, Step::kAnalysisRejected,
                        absl::StrCat(unknown ? "analysis unknown (unknown is not pass) on "
                                             : "analysis rejected on ",
-                                    r.target(), member, ": ", first));
+                                    r.target(), member(r), ": ", first));
       }
     }
     CAKE_RETURN_IF_ERROR(Advance(job.candidate_id, Step::kAnalyzed, ""));
@@ -450,11 +452,7 @@ absl::Status Orchestrator::OnCompiled(const ledger::Job& job, const worker::Repl
           why = absl::StrCat(report::DiagId_Name(r.receipt().failures(0).id()), ": ",
                              r.receipt().failures(0).message());
         return Advance(job.candidate_id, Step::kReceiptFailed,
-                       absl::StrCat("receipt failed on ", r.target(),
-                                    r.portfolio_error().empty()
-                                        ? ""
-                                        : absl::StrCat(" (portfolio ", r.portfolio_error(), ")"),
-                                    ": ", why));
+                       absl::StrCat("receipt failed on ", r.target(), member(r), ": ", why));
       }
     if (!execution_device_) return Advance(job.candidate_id, Step::kCompiled, device_note_);
     CAKE_RETURN_IF_ERROR(

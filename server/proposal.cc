@@ -49,8 +49,7 @@ absl::StatusOr<ProposedSchedules> ReadPortfolio(const portfolio::Portfolio& p) {
                                        compiler::kMaxScheduleTextBytes, " bytes at ", field),
                           static_cast<int64_t>(compiler::kMaxScheduleTextBytes));
     auto parsed =
-        ReadSchedule(m.schedule_text(), field,
-                     absl::StrCat(m.name().empty() ? "fallback" : m.name(), ".textproto"));
+        ReadSchedule(m.schedule_text(), field, absl::StrCat(compiler::MemberName(m), ".textproto"));
     if (!parsed.ok()) return parsed.status();
     if (fallback) out.representative = *std::move(parsed);
   }

@@ -221,7 +221,8 @@ void NotRun(EvidenceRecord* r, const std::string& why) {
 // The tile sizes of every kernel of the image (a portfolio's entries each have their own), so
 // the derived boundary cases cover each member's tails.
 std::vector<workloads::Tiles> TilesOfImage(const KernelImage& k) {
-  std::vector<workloads::Tiles> out = {workloads::TilesOf(k.receipt.launch())};
+  if (k.entries.empty()) return {workloads::TilesOf(k.receipt.launch())};
+  std::vector<workloads::Tiles> out;  // the entries include the fallback, whose receipt k's is
   for (const KernelEntryImage& e : k.entries) out.push_back(workloads::TilesOf(e.receipt.launch()));
   return out;
 }

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <regex>
 #include <sstream>
@@ -41,38 +42,33 @@ worker::Reply Fail(const std::string& error) {
   return r;
 }
 
-// Every member under its guard, then the fallback, per target: the manifest of those that
-// compiled, and the first that did not (with its analysis) for the daemon's verdict.
-worker::Reply RunCompilePortfolio(const worker::CompileJob& job) {
-  worker::Reply reply;
-  reply.set_ok(true);
-  for (const std::string& t : job.targets()) {
-    auto target = compiler::TargetByName(t);
-    if (!target.ok()) return Fail(std::string(target.status().message()));
-    compiler::CompileOptions opts;
-    opts.store_root = job.store_root();
-    auto c = compiler::CompilePortfolio(job.portfolio(), fs::path(), **target, opts);
-    if (!c.ok()) return Fail(std::string(c.status().message()));
-    worker::TargetResult* r = reply.mutable_compile()->add_results();
-    r->set_target(t);
-    *r->mutable_manifest() = c->manifest;
-    const compiler::PortfolioMemberResult* shown = &c->members.back();  // the fallback
-    for (const compiler::PortfolioMemberResult& m : c->members)
-      if (!m.error.empty()) {
-        shown = &m;
-        r->set_portfolio_error(absl::StrCat("member '", m.name, "': ", m.error));
-        break;
-      }
-    *r->mutable_analysis() = shown->analysis;
-    if (shown->receipt) *r->mutable_receipt() = *shown->receipt;
-  }
-  return reply;
+// A portfolio for one target: every member under its guard, then the fallback; the manifest of
+// those that compiled, and the first that did not (with its analysis) for the daemon's verdict.
+absl::Status CompilePortfolioFor(const portfolio::Portfolio& p, const compiler::TargetInfo& target,
+                                 const compiler::CompileOptions& opts, worker::TargetResult* r) {
+  auto c = compiler::CompilePortfolio(p, fs::path(), target, opts);
+  if (!c.ok()) return c.status();
+  *r->mutable_manifest() = c->manifest;
+  const compiler::PortfolioMemberResult* shown = &c->members.back();  // the fallback
+  for (const compiler::PortfolioMemberResult& m : c->members)
+    if (!m.error.empty()) {
+      shown = &m;
+      r->set_portfolio_error(absl::StrCat("member '", m.name, "': ", m.error));
+      break;
+    }
+  *r->mutable_analysis() = shown->analysis;
+  if (shown->receipt) *r->mutable_receipt() = *shown->receipt;
+  return absl::OkStatus();
 }
 
+// One schedule, or (job.portfolio) every member of a portfolio, for each target in turn.
 worker::Reply RunCompile(const worker::CompileJob& job) {
-  if (job.has_portfolio()) return RunCompilePortfolio(job);
-  auto parsed = compiler::ParseModuleText(job.schedule_text(), "schedule.textproto");
-  if (!parsed.ok()) return Fail(std::string(parsed.status().message()));
+  std::optional<compiler::ParsedModule> parsed;
+  if (!job.has_portfolio()) {
+    auto module = compiler::ParseModuleText(job.schedule_text(), "schedule.textproto");
+    if (!module.ok()) return Fail(std::string(module.status().message()));
+    parsed = *std::move(module);
+  }
   worker::Reply reply;
   reply.set_ok(true);
   for (const std::string& t : job.targets()) {
@@ -80,10 +76,15 @@ worker::Reply RunCompile(const worker::CompileJob& job) {
     if (!target.ok()) return Fail(std::string(target.status().message()));
     compiler::CompileOptions opts;
     opts.store_root = job.store_root();
-    auto c = compiler::Compile(*parsed, **target, opts);
-    if (!c.ok()) return Fail(std::string(c.status().message()));
     worker::TargetResult* r = reply.mutable_compile()->add_results();
     r->set_target(t);
+    if (!parsed) {
+      if (absl::Status s = CompilePortfolioFor(job.portfolio(), **target, opts, r); !s.ok())
+        return Fail(std::string(s.message()));
+      continue;
+    }
+    auto c = compiler::Compile(*parsed, **target, opts);
+    if (!c.ok()) return Fail(std::string(c.status().message()));
     *r->mutable_analysis() = c->analysis;
     if (c->receipt) *r->mutable_receipt() = *c->receipt;
   }
