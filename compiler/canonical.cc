@@ -36,6 +36,12 @@ void CanonicalizeKernel(ir::Kernel* k) {
     std::sort(t.mutable_may_alias()->begin(), t.mutable_may_alias()->end());
   }
   if (k->launch().cluster_size() == 1) k->mutable_launch()->clear_cluster_size();
+  for (ir::WorkSchedule& w : *k->mutable_work()) {
+    ir::StaticTiles* tiles = w.has_static_tiles() ? w.mutable_static_tiles()
+                             : w.has_persistent() ? w.mutable_persistent()->mutable_tiles()
+                                                  : nullptr;
+    if (tiles != nullptr && tiles->raster_group_m() == 1) tiles->clear_raster_group_m();
+  }
   for (ir::Role& r : *k->mutable_roles()) {
     if (r.issuer() == ir::Role::ISSUER_UNSPECIFIED) r.set_issuer(ir::Role::ALL_LANES);
     std::sort(r.mutable_warps()->begin(), r.mutable_warps()->end());

@@ -392,6 +392,16 @@ void CheckShapes(const KernelGraph& g, DiagnosticSink& sink, CheckCounter& check
           .Resource(w.name())
           .Message(absl::StrCat("work schedule '", w.name(), "' tiles undeclared tensor '",
                                 tiles->output(), "'"));
+    // A band taller than any grid is meaningless; the bound keeps the tile-index arithmetic
+    // of hostile values small.
+    if (tiles != nullptr &&
+        (tiles->raster_group_m() < 0 || tiles->raster_group_m() > kMaxRasterGroupM))
+      sink.Error(report::DIAG_INVALID_VALUE)
+          .Path(g.DeclPath("work", w.name()))
+          .Resource(w.name())
+          .Condition(absl::StrCat("0 <= raster_group_m <= ", kMaxRasterGroupM))
+          .Evidence(absl::StrCat("raster_group_m = ", tiles->raster_group_m()))
+          .Message("raster_group_m out of range");
   }
   ++checks;
   const int threads = g.kernel->launch().threads_per_cta();

@@ -23,6 +23,8 @@ inline constexpr int kMaxDiagnostics = 200;
 // Split-K slices per output tile (work schedule k_slices): each slice is one CTA and one FP32
 // partial tile in the workspace.
 inline constexpr int kMaxKSlices = 64;
+// Tile rows per raster band (work schedule raster_group_m).
+inline constexpr int kMaxRasterGroupM = 256;
 // Guarded members of one portfolio (the fallback not counted), and the largest divisibility
 // fact a guard may state.
 inline constexpr int kMaxPortfolioMembers = 16;

@@ -287,6 +287,29 @@ TEST(Emission, ALoaderWarpIsLoweredOnlyInItsOneShape) {
   expect_refused(two, "one warp");
 }
 
+// A raster band reorders the tiles by CTA number only where the schedule asks for it, with the
+// band's height in the source; the argmin lowering (one CTA per row tile) refuses it.
+TEST(Emission, RasterBandsAreEmittedOnlyWhereDeclared) {
+  auto p = TmaPoint(3);
+  const std::string plain = EmitText(SplitK(1, ir::K_MERGE_ORDERED_WORKSPACE), "sm_90");
+  EXPECT_NE(plain.find("m0 = blockIdx.y * kTileM, n0 = blockIdx.x * kTileN"), std::string::npos);
+  EXPECT_EQ(plain.find("kRasterGroupM"), std::string::npos);
+  p.raster_group_m = 16;
+  compiler::ParsedModule banded;
+  banded.module = workloads::gemm_bf16::MakeWarpGemm(p);
+  const std::string text = EmitText(banded, "sm_90");
+  EXPECT_NE(text.find("constexpr int kRasterGroupM = 16;"), std::string::npos);
+  EXPECT_EQ(text.find("m0 = blockIdx.y * kTileM"), std::string::npos);
+  EXPECT_EQ(EmitText(banded, "sm_90"), text);
+
+  auto kmeans = testing::MustParse(testing::SourceDir() / "examples/kmeans_assign.textproto");
+  kmeans.module.mutable_kernels(0)->mutable_work(0)->mutable_static_tiles()->set_raster_group_m(4);
+  auto r = compiler::Emit(kmeans, **compiler::TargetByName("sm_90"));
+  EXPECT_FALSE(r.source.has_value());
+  EXPECT_NE(compiler::ToJson(r.analysis).find("raster_group_m is not lowered"), std::string::npos)
+      << compiler::ToJson(r.analysis);
+}
+
 // The benchmark's sm_90-only points need more shared memory than SM120 has: the verifier
 // rejects each for sm_120f naming the shared budget, and verifies it for sm_90.
 TEST(Emission, Sm90OnlyPointsAreRejectedForSm120fAndVerifiedForSm90) {

@@ -80,6 +80,16 @@ TEST(Hash, ChangedDecisionChangesTheHash) {
   EXPECT_NE(HashOfText(ab), HashOfText(ba));
 }
 
+TEST(Hash, RasterBandOfOneIsTheDefaultOrder) {
+  workloads::gemm_bf16::WarpGemmParams p;
+  const std::string plain = compiler::ScheduleHash(workloads::gemm_bf16::MakeWarpGemm(p));
+  ir::Module one = workloads::gemm_bf16::MakeWarpGemm(p);
+  one.mutable_kernels(0)->mutable_work(0)->mutable_static_tiles()->set_raster_group_m(1);
+  EXPECT_EQ(compiler::ScheduleHash(one), plain);
+  p.raster_group_m = 16;
+  EXPECT_NE(compiler::ScheduleHash(workloads::gemm_bf16::MakeWarpGemm(p)), plain);
+}
+
 // Golden values: the canonical serialization is part of the artifact identity. If this changes,
 // bump kCanonicalFormVersion and say why.
 TEST(Hash, GoldenHashesAreStableAcrossMachines) {

@@ -23,6 +23,8 @@ struct WarpGemmParams {
   // Split-K: CTAs per output tile, each over a run of k-tiles, merged through the workspace.
   int k_slices = 1;
   ir::KMerge k_merge = ir::K_MERGE_ORDERED_WORKSPACE;  // when k_slices > 1
+  // Tile rows per raster band (1 = row-major tile order): see ir::StaticTiles.
+  int raster_group_m = 1;
   // A loader warp (one more warp, elected lane) fills the TMA ring; the warps of the
   // accumulator's grid only consume (TMA only).
   bool warp_specialized = false;
@@ -34,7 +36,8 @@ struct WarpGemmParams {
   std::string ptx_version = "8.8";
   std::string name = "gemm_bf16";
 
-  std::string Describe() const;  // "128x128x32 w2x2 s3 pad8 x4 bf16" (+ " tma", " ws", " k4")
+  std::string Describe()
+      const;  // "128x128x32 w2x2 s3 pad8 x4 bf16" (+ " tma", " ws", " k4", " g16")
 };
 
 ir::Module MakeWarpGemm(const WarpGemmParams& p);

@@ -35,6 +35,8 @@ absl::StatusOr<ArgminPlan> Plan(const ir::Module& module, const KernelGraph& g) 
   if (p.transfer != ir::CP_ASYNC) return Unsupported("only CP_ASYNC pipelines are lowered");
   // An argmin of a partial distance is not a partial argmin: there is no merge for slices.
   if (p.k_slices > 1) return Unsupported("k_slices > 1 (split-K) is not lowered for arg_reduce");
+  // One CTA walks every column tile of its row tile: there is no grid of tiles to reorder.
+  if (p.raster_group_m > 1) return Unsupported("raster_group_m is not lowered for arg_reduce");
   if (!p.epilogue->op->has_arg_reduce())
     return Unsupported("the tile loop's epilogue must be arg_reduce");
   const ir::ArgReduce& ar = p.epilogue->op->arg_reduce();

@@ -60,7 +60,21 @@ LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
     w.Line("  const int warp_m = warp / kWarpsN, warp_n = warp % kWarpsN;");
   }
   w.Begin(p.op_tiles);
-  w.Line("  const int m0 = blockIdx.y * kTileM, n0 = blockIdx.x * kTileN;");
+  if (p.raster_group_m > 1) {
+    // CTAs launch in row-major grid order; the bands keep those resident together on a few
+    // rows of A and columns of B (L2 hits instead of DRAM reads). A bijection of the grid, so
+    // every tile is still computed once, and split-K's slices of a tile (grid z) stay together.
+    w.Line(absl::StrCat("  constexpr int kRasterGroupM = ", p.raster_group_m, ";"));
+    w.Line("  const int tiles_m = gridDim.y, tiles_n = gridDim.x;");
+    w.Line("  const int cta = blockIdx.y * tiles_n + blockIdx.x;");
+    w.Line("  const int band_m = cta / (kRasterGroupM * tiles_n) * kRasterGroupM;");
+    w.Line("  const int band_rows = min(tiles_m - band_m, kRasterGroupM);");
+    w.Line("  const int in_band = cta - band_m * tiles_n;");
+    w.Line("  const int m0 = (band_m + in_band % band_rows) * kTileM;");
+    w.Line("  const int n0 = in_band / band_rows * kTileN;");
+  } else {
+    w.Line("  const int m0 = blockIdx.y * kTileM, n0 = blockIdx.x * kTileN;");
+  }
   MainloopTerms terms{p.a, p.b, p.m, p.n, p.k};
   if (tma) {
     terms.a_map = "tmap_" + p.a;

@@ -105,6 +105,7 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
   if (t.tile_k % 16 != 0) return Unsupported(lowering, "k-tile must be a multiple of 16");
   t.k_slices = std::max(st.k_slices(), 1);
   t.k_merge_none = t.k_slices > 1 && st.k_merge() != ir::K_MERGE_ORDERED_WORKSPACE;
+  t.raster_group_m = std::max(st.raster_group_m(), 1);
 
   // Roles: one covering the whole CTA, or a compute role of contiguous warps and a one-warp
   // loader.

@@ -56,6 +56,8 @@ struct WarpTiles {
   // only so the rule can be shown to matter on a GPU with the check switched off.
   int k_slices = 1;
   bool k_merge_none = false;
+  // Tile rows per raster band (work schedule raster_group_m; 1 = tile row = grid y).
+  int raster_group_m = 1;
   // Tensors declared to overlap another (may_alias, either side): their pointers are emitted
   // without __restrict__, which would promise the compiler that they do not.
   std::set<std::string> may_alias;
