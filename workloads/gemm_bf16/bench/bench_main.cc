@@ -186,7 +186,8 @@ struct Candidate {
 };
 
 // The family's points, then the points that fit sm_90's shared memory only (marked so in every
-// row that names them), whose description contains `only` (all of them when it is empty).
+// row that names them), whose description contains `only` (all of them when it is empty), or
+// the one whose description is exactly `only` where there is one (a profiler's single kernel).
 std::vector<Candidate> FamilyCandidates(const std::string& only) {
   std::vector<Candidate> out;
   auto add = [&](const gemm::WarpGemmParams& p, const char* mark) {
@@ -199,6 +200,12 @@ std::vector<Candidate> FamilyCandidates(const std::string& only) {
   };
   for (const gemm::WarpGemmParams& p : gemm::WarpGemmFamily()) add(p, "");
   for (const gemm::WarpGemmParams& p : gemm::WarpGemmSm90OnlyPoints()) add(p, " sm90-only");
+  for (Candidate& c : out) {
+    if (c.describe != only) continue;
+    std::vector<Candidate> exact;
+    exact.push_back(std::move(c));
+    return exact;
+  }
   return out;
 }
 
@@ -311,7 +318,8 @@ int main(int argc, char** argv) {
   app.add_option("--target-rows", target_peer_rows, "Every row vs cuBLASLt (0.60)");
   std::string only;
   app.add_option("--only", only,
-                 "Only the family's schedules whose description contains this text, e.g. "
+                 "Only the family's schedules whose description contains this text (the one "
+                 "whose description is exactly this text, where there is one), e.g. "
                  "\"128x256x64 w2x4 s2\" (for a profiler)");
   std::string write_schedules;
   app.add_option(
