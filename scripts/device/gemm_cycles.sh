@@ -41,13 +41,16 @@ for f in sorted(glob.glob(os.path.join(out, "cycles_%s_*.csv" % shape))):
         print("%-48s unreadable: %s" % (name, e)); continue
     for r in rows:
         per.setdefault(r["Metric Name"], []).append((r["Metric Value"].replace(",", ""), r["Metric Unit"]))
-    def med(metric, scale=1.0):
-        vals = [float(v) * scale for v, _ in per.get(metric, []) if v]
+    # ncu prints values in the units it picks (Hz or GHz, ns or ms): scale by the unit given.
+    to_mhz = {"hz": 1e-6, "khz": 1e-3, "mhz": 1.0, "ghz": 1e3}
+    to_us = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}
+    def med(metric, scales=None):
+        vals = [float(v) * (scales.get(u.lower(), float("nan")) if scales else 1.0)
+                for v, u in per.get(metric, []) if v]
         return statistics.median(vals) if vals else float("nan")
     cycles = med("Elapsed Cycles")
-    unit = (per.get("Duration") or [("", "")])[0][1]
-    us = med("Duration", {"ms": 1000.0, "us": 1.0, "usecond": 1.0, "msecond": 1000.0, "ns": 0.001, "nsecond": 0.001}.get(unit, 1.0))
-    mhz = med("SM Frequency", 1000.0)
+    us = med("Duration", to_us)
+    mhz = med("SM Frequency", to_mhz)
     print("%-48s %10.0f %8.0f %10.1f %7.1f %7.1f %9.0f" % (
         name, cycles, mhz, us, med("DRAM Throughput"), med("L2 Hit Rate"), 2.0 * m * n * k / cycles))
 PY

@@ -277,6 +277,25 @@ TEST_F(HopperWitness, EverySm90OnlyPoint) {
   for (const WarpGemmParams& p : workloads::gemm_bf16::WarpGemmSm90OnlyPoints()) RunVariant(p);
 }
 
+// Raster bands where the grid holds several: 9 and 17 tile rows of 128 are full bands of 8 (or
+// 16) and a last band of 1 row, N with a tail; every tile must be computed exactly once (the
+// family's shapes fit one band). cp.async and TMA, split-K's slices too.
+TEST_F(HopperWitness, RasterBandsCoverEveryTileOnce) {
+  const Shape shapes[] = {{1100, 700, 256}, {2100, 300, 128}, {1, 1100, 64}};
+  for (int group : {8, 16}) {
+    WarpGemmParams p;
+    p.raster_group_m = group;
+    RunModule(workloads::gemm_bf16::MakeWarpGemm(p), p, shapes, {}, nullptr);
+    p.transfer = ir::TMA;
+    p.smem = ir::Representation::SWIZZLE_128B;
+    p.padding = 0;
+    p.tile_k = 64;
+    RunModule(workloads::gemm_bf16::MakeWarpGemm(p), p, shapes, {}, nullptr);
+    p.k_slices = 2;
+    RunModule(workloads::gemm_bf16::MakeWarpGemm(p), p, shapes, {}, nullptr);
+  }
+}
+
 ir::Operation* FindConsume(google::protobuf::RepeatedPtrField<ir::Operation>* ops) {
   for (ir::Operation& op : *ops) {
     if (op.has_consume()) return &op;
