@@ -288,7 +288,7 @@ TEST(Emission, ALoaderWarpIsLoweredOnlyInItsOneShape) {
 }
 
 // A raster band reorders the tiles by CTA number only where the schedule asks for it, with the
-// band's height in the source; the argmin lowering (one CTA per row tile) refuses it.
+// band's height in the source.
 TEST(Emission, RasterBandsAreEmittedOnlyWhereDeclared) {
   auto p = TmaPoint(3);
   const std::string plain = EmitText(SplitK(1, ir::K_MERGE_ORDERED_WORKSPACE), "sm_90");
@@ -301,13 +301,51 @@ TEST(Emission, RasterBandsAreEmittedOnlyWhereDeclared) {
   EXPECT_NE(text.find("constexpr int kRasterGroupM = 16;"), std::string::npos);
   EXPECT_EQ(text.find("m0 = blockIdx.y * kTileM"), std::string::npos);
   EXPECT_EQ(EmitText(banded, "sm_90"), text);
+}
 
-  auto kmeans = testing::MustParse(testing::SourceDir() / "examples/kmeans_assign.textproto");
-  kmeans.module.mutable_kernels(0)->mutable_work(0)->mutable_static_tiles()->set_raster_group_m(4);
-  auto r = compiler::Emit(kmeans, **compiler::TargetByName("sm_90"));
-  EXPECT_FALSE(r.source.has_value());
-  EXPECT_NE(compiler::ToJson(r.analysis).find("raster_group_m is not lowered"), std::string::npos)
-      << compiler::ToJson(r.analysis);
+// A staged store is emitted only where the schedule declares it: fragments to a shared tile,
+// then 16-byte chunks; refused, with the reason, where the tile does not fit the ring, for
+// split-K, and for an output not declared 16-byte aligned.
+TEST(Emission, AStagedStoreWritesWholeChunksAndIsRefusedWhereItCannotBe) {
+  auto refused = [](const ir::Module& m, const char* says) {
+    compiler::ParsedModule parsed;
+    parsed.module = m;
+    auto r = compiler::Emit(parsed, **compiler::TargetByName("sm_90"));
+    EXPECT_FALSE(r.source.has_value()) << says;
+    EXPECT_NE(compiler::ToJson(r.analysis).find(says), std::string::npos)
+        << compiler::ToJson(r.analysis);
+  };
+  auto p = TmaPoint(3);
+  const std::string direct = EmitParams(p, "sm_90");
+  EXPECT_EQ(direct.find("stage_c"), std::string::npos);
+  p.stage_store = true;
+  for (const char* target : {"sm_90", "sm_120f"}) {
+    const std::string staged = EmitParams(p, target);
+    EXPECT_NE(staged.find("constexpr int kStageRow = 136;"), std::string::npos) << target;
+    EXPECT_NE(staged.find("*reinterpret_cast<uint4*>(dst)"), std::string::npos) << target;
+    EXPECT_EQ(staged.find("__nv_bfloat162*>(dst)"), std::string::npos) << target;
+    EXPECT_EQ(EmitParams(p, target), staged) << target;
+  }
+  auto cp = p;
+  cp.transfer = ir::CP_ASYNC;
+  cp.smem = ir::Representation::SWIZZLE_64B;
+  cp.tile_k = 32;
+  EXPECT_NE(EmitParams(cp, "sm_90").find("cp.async.wait_all"), std::string::npos);
+
+  auto small = p;  // 128 x 16 x 2 B x 2 buffers x 1 stage = 8 KiB < 34,816 B
+  small.tile_k = 16;
+  small.stages = 1;
+  small.transfer = ir::CP_ASYNC;
+  small.smem = ir::Representation::ROW_MAJOR;
+  small.padding = 8;
+  refused(workloads::gemm_bf16::MakeWarpGemm(small), "the staged tile needs 34816 bytes");
+  auto split = p;
+  split.k_slices = 2;
+  refused(workloads::gemm_bf16::MakeWarpGemm(split), "a staged store with k_slices");
+  ir::Module unaligned = workloads::gemm_bf16::MakeWarpGemm(p);
+  for (ir::TensorParam& t : *unaligned.mutable_kernels(0)->mutable_tensors())
+    if (t.name() == "C") t.set_alignment_bytes(4);
+  refused(unaligned, "16-byte chunks; 'C' declares 4-byte alignment");
 }
 
 // The benchmark's sm_90-only points need more shared memory than SM120 has: the verifier

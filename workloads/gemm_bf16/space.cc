@@ -53,7 +53,7 @@ std::string WarpGemmParams::Describe() const {
       compute_registers > 0 ? absl::StrCat(" r", compute_registers, "/", loader_registers) : "",
       k_slices > 1 ? absl::StrCat(" k", k_slices) : "",
       k_slices > 1 && k_merge != ir::K_MERGE_ORDERED_WORKSPACE ? " unmerged" : "",
-      raster_group_m > 1 ? absl::StrCat(" g", raster_group_m) : "");
+      raster_group_m > 1 ? absl::StrCat(" g", raster_group_m) : "", stage_store ? " st" : "");
 }
 
 ir::Module MakeWarpGemm(const WarpGemmParams& p) {
@@ -195,6 +195,7 @@ ir::Module MakeWarpGemm(const WarpGemmParams& p) {
   st->set_dst("C");
   st->set_cast(p.out);
   st->set_mask(ir::MASK_BOUNDS);
+  if (p.stage_store) st->set_stage_in_shared(true);
   return m;
 }
 
@@ -281,6 +282,16 @@ std::vector<WarpGemmParams> WarpGemmFamily() {
     tma(tm, tn, 64, wm, wn, stages, R::SWIZZLE_128B);
     out.back().raster_group_m = group;
   }
+  // The same through a shared staging tile: 16-byte stores of whole row chunks instead of
+  // 4-byte fragment pairs spread over 8 rows per instruction.
+  tma(128, 128, 64, 2, 2, 3, R::SWIZZLE_128B);
+  out.back().raster_group_m = 16;
+  out.back().stage_store = true;
+  add(128, 128, 32, 2, 2, 4, R::SWIZZLE_64B);  // cp.async
+  out.back().stage_store = true;
+  tma(128, 128, 64, 2, 2, 3, R::SWIZZLE_128B);  // a loader warp
+  out.back().warp_specialized = true;
+  out.back().stage_store = true;
   // Skinny M leaves SMs idle (16x8192 is 64 tiles of 16x128): split-K puts 2-4 CTAs on each
   // tile and merges their FP32 partials through the workspace.
   for (auto [tm, tn, wm, wn, slices] :
@@ -308,6 +319,9 @@ std::vector<WarpGemmParams> WarpGemmSm90OnlyPoints() {
   // The widest rings in bands (one CTA per SM: ~132 resident tiles).
   tma(128, 256, 64, 2, 4, 3);
   out.back().raster_group_m = 16;
+  tma(128, 256, 64, 2, 4, 3);
+  out.back().raster_group_m = 16;
+  out.back().stage_store = true;
   tma(256, 128, 64, 4, 2, 4);
   out.back().raster_group_m = 8;
   return out;

@@ -25,6 +25,8 @@ struct WarpGemmParams {
   ir::KMerge k_merge = ir::K_MERGE_ORDERED_WORKSPACE;  // when k_slices > 1
   // Tile rows per raster band (1 = row-major tile order): see ir::StaticTiles.
   int raster_group_m = 1;
+  // The epilogue stores through shared memory in 16-byte row chunks (not split-K).
+  bool stage_store = false;
   // A loader warp (one more warp, elected lane) fills the TMA ring; the warps of the
   // accumulator's grid only consume (TMA only).
   bool warp_specialized = false;
@@ -37,7 +39,7 @@ struct WarpGemmParams {
   std::string name = "gemm_bf16";
 
   std::string Describe()
-      const;  // "128x128x32 w2x2 s3 pad8 x4 bf16" (+ " tma", " ws", " k4", " g16")
+      const;  // "128x128x32 w2x2 s3 pad8 x4 bf16" (+ " tma", " ws", " k4", " g16", " st")
 };
 
 ir::Module MakeWarpGemm(const WarpGemmParams& p);

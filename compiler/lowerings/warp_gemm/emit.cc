@@ -168,12 +168,63 @@ LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
       w.Line("          v1 += __ldcg(src + 1);");
     }
     w.Line("        }");
-  } else {
+  } else if (!p.stage_store) {
     for_each_pair();
     w.Line("        const float v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];");
   }
-  store_pair(out_t, out_at, pair_store, cvt0, cvt1);
-  w.Line("      }");
+  if (p.stage_store) {
+    const std::string threads = p.warp_specialized ? "kComputeThreads" : "kThreads";
+    const std::string thread = p.warp_specialized ? "ctid" : "tid";
+    const int elem_bytes = bf16_out ? 2 : 4;
+    w.Line("  // Staged store: fragments to a shared tile over the ring, then 16-byte row chunks.");
+    w.Line(absl::StrCat("  constexpr int kStageRow = ", p.stage_row_elems,
+                        ";  // elements per staged row (padded)"));
+    w.Line(absl::StrCat("  constexpr int kChunkElems = ", 16 / elem_bytes,
+                        ", kRowChunks = kTileN / kChunkElems;"));
+    if (p.transfer == ir::CP_ASYNC)
+      w.Line("  asm volatile(\"cp.async.wait_all;\\n\" ::: \"memory\");");
+    w.Line("  " + sync_compute + "  // every read of the ring is done");
+    w.Line(absl::StrCat("  ", out_t, "* const stage_c = reinterpret_cast<", out_t, "*>(smem);"));
+    w.Line("#pragma unroll");
+    w.Line("  for (int i = 0; i < kFragsM; ++i)");
+    w.Line("#pragma unroll");
+    w.Line("    for (int j = 0; j < kFragsN; ++j)");
+    w.Line("#pragma unroll");
+    w.Line("      for (int h = 0; h < 2; ++h) {");
+    w.Line("        const int r = warp_m * kWarpTileM + i * 16 + (lane >> 2) + h * 8;");
+    w.Line("        const int c = warp_n * kWarpTileN + j * 8 + (lane & 3) * 2;");
+    w.Line("        const float v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];");
+    w.Line(absl::StrCat("        *reinterpret_cast<", bf16_out ? "__nv_bfloat162" : "float2",
+                        "*>(stage_c + r * kStageRow + c) = ",
+                        bf16_out ? "__floats2bfloat162_rn(v0, v1);" : "make_float2(v0, v1);"));
+    w.Line("      }");
+    w.Line("  " + sync_compute);
+    w.Line(absl::StrCat("  for (int chunk = ", thread,
+                        "; chunk < kTileM * kRowChunks; chunk += ", threads, ") {"));
+    w.Line("    const int r = chunk / kRowChunks, c = chunk % kRowChunks * kChunkElems;");
+    w.Line("    const int row = m0 + r, col = n0 + c;");
+    w.Line(absl::StrCat("    const ", out_t, "* src = stage_c + r * kStageRow + c;"));
+    w.Line(absl::StrCat("    ", out_t, "* dst = ", out_at, ";"));
+    const std::string vector_store =
+        "*reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);";
+    if (p.mask_store) {
+      w.Line(absl::StrCat("    if (row >= ", p.m, ") continue;"));
+      // A chunk is stored whole where it lies inside N and rows start 16-byte aligned.
+      w.Line(absl::StrCat("    if (col + kChunkElems <= ", p.n, " && ", p.n,
+                          " % kChunkElems == 0) {"));
+      w.Line("      " + vector_store);
+      w.Line("    } else {");
+      w.Line(absl::StrCat("      for (int e = 0; e < kChunkElems && col + e < ", p.n,
+                          "; ++e) dst[e] = src[e];"));
+      w.Line("    }");
+    } else {
+      w.Line("    " + vector_store + "  // full tiles proven by the contract");
+    }
+    w.Line("  }");
+  } else {
+    store_pair(out_t, out_at, pair_store, cvt0, cvt1);
+    w.Line("      }");
+  }
   w.End(p.op_store);
   w.End(p.op_tiles);
   w.End(p.op_role);

@@ -1,5 +1,7 @@
 #include "plan.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace cake::compiler {
@@ -42,6 +44,22 @@ absl::StatusOr<WarpGemmPlan> PlanWarpGemm(const ir::Module& module, const Kernel
   if (store->op->store_accumulator().cast() != C.dtype())
     return Unsupported("store cast must equal C's dtype");
   p.mask_store = store->op->store_accumulator().mask() != ir::MASK_NONE;
+  if (store->op->store_accumulator().stage_in_shared()) {
+    p.stage_store = true;
+    const int elem_bytes = p.out_dtype == ir::BF16 ? 2 : 4;
+    // 16 bytes of padding per row: consecutive fragment rows start 4 banks apart.
+    p.stage_row_elems = p.tile_n + 16 / elem_bytes;
+    p.stage_bytes = int64_t{p.tile_m} * p.stage_row_elems * elem_bytes;
+    // The split-K paths store through the workspace or race by design; neither is staged.
+    if (p.k_slices > 1) return Unsupported("a staged store with k_slices > 1 is not lowered");
+    if (C.alignment_bytes() < 16 || C.alignment_bytes() % 16 != 0)
+      return Unsupported(absl::StrCat("a staged store writes 16-byte chunks; '", p.c, "' declares ",
+                                      C.alignment_bytes(), "-byte alignment"));
+    const int64_t ring_bytes = p.shared.total_bytes - p.shared.barrier_bytes;
+    if (std::min(p.a_offset, p.b_offset) != 0 || p.stage_bytes > ring_bytes)
+      return Unsupported(absl::StrCat("the staged tile needs ", p.stage_bytes,
+                                      " bytes of shared memory; the ring has ", ring_bytes));
+  }
   if (absl::Status s = CheckTmaSources(p, g, p.k, "warp_gemm"); !s.ok()) return s;
 
   return p;

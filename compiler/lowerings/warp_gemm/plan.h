@@ -25,6 +25,12 @@ struct WarpGemmPlan : WarpTiles {
   std::string m, n, k;  // scalar params
   ir::DType out_dtype = ir::BF16;
   bool mask_store = true;  // bounds-checked output stores
+  // Staged store: the tile goes to shared memory (rows of stage_row_elems elements, padded so
+  // the fragment writes hit distinct banks), then to global in 16-byte chunks. It reuses the
+  // ring's bytes [0, stage_bytes) after the main loop.
+  bool stage_store = false;
+  int stage_row_elems = 0;
+  int64_t stage_bytes = 0;
   std::string op_store;
 };
 

@@ -171,5 +171,17 @@ TEST(KMeansAssign, EverySchedulePointVerifiesAndLowersWithItsLowering) {
   }
 }
 
+// One CTA walks every column tile of its row tile: a raster band has nothing to reorder, and the
+// lowering says so rather than ignore it.
+TEST(KMeansAssign, ARasterBandIsRefusedByItsLowering) {
+  auto parsed = testing::MustParse(testing::SourceDir() / "examples/kmeans_assign.textproto");
+  parsed.module.mutable_kernels(0)->mutable_work(0)->mutable_static_tiles()->set_raster_group_m(4);
+  const auto a = compiler::Analyze(parsed, **compiler::TargetByName("sm_90"));
+  EXPECT_FALSE(a->report.lowering_supported());
+  std::string json;
+  for (const auto& d : a->report.diagnostics()) json += d.evidence();
+  EXPECT_NE(json.find("raster_group_m is not lowered for arg_reduce"), std::string::npos) << json;
+}
+
 }  // namespace
 }  // namespace cake
