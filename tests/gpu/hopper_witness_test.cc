@@ -277,6 +277,20 @@ TEST_F(HopperWitness, EverySm90OnlyPoint) {
   for (const WarpGemmParams& p : workloads::gemm_bf16::WarpGemmSm90OnlyPoints()) RunVariant(p);
 }
 
+// The staged-store points alone (they are also in EveryFamilyPoint and EverySm90OnlyPoint), so
+// the sanitizers can be run over them in seconds; tails in M and N exercise the per-chunk masks.
+TEST_F(HopperWitness, StagedStores) {
+  int staged = 0;
+  for (const auto& points :
+       {workloads::gemm_bf16::WarpGemmFamily(), workloads::gemm_bf16::WarpGemmSm90OnlyPoints()})
+    for (const WarpGemmParams& p : points) {
+      if (!p.stage_store) continue;
+      ++staged;
+      RunVariant(p);
+    }
+  EXPECT_GE(staged, 1) << "no staged-store point";
+}
+
 // Raster bands where the grid holds several: 9 and 17 tile rows of 128 are full bands of 8 (or
 // 16) and a last band of 1 row, N with a tail; every tile must be computed exactly once (the
 // family's shapes fit one band). cp.async and TMA, split-K's slices too.
