@@ -4,9 +4,9 @@
 
 It holds no authority of its own: every call goes to caked with the *agent* token
 ($CAKE_TOKEN_FILE, else STATE_DIR/tokens/agent; STATE_DIR is $CAKE_STATE_DIR, default
-/var/lib/caked), so the daemon decides what is allowed. Tools: status, inspect, propose, analyze,
-compile, validate, measure. Their input schemas are derived from the request messages in
-proto/cake/service.proto. A call whose arguments do not match its schema is a JSON-RPC error
+/var/lib/caked), so the daemon decides what is allowed. Tools: status, inspect, propose (a
+schedule or a portfolio), analyze, compile, validate, measure. Their input schemas are derived
+from the request messages in proto/cake/service.proto. A call whose arguments do not match its schema is a JSON-RPC error
 (INVALID_PARAMS) naming the field path; a call the daemon refuses is a tool result with
 is_error and the daemon's status code and message (PERMISSION_DENIED, RESOURCE_EXHAUSTED with the
 limit, ...), so the agent can correct it.
@@ -76,9 +76,12 @@ TOOLS = {
                 {**message_schema(service_pb2.InspectRequest.DESCRIPTOR),
                  "oneOf": [{"required": ["candidate_id"]}, {"required": ["contract_id"]}]}),
     "propose": ("Propose a schedule (cake.ir.Module text) for a contract, with its hypothesis: "
-                "parent, changed_decisions, expected_effect, falsification.",
-                _with(message_schema(service_pb2.ProposeRequest.DESCRIPTOR),
-                      required=("contract_id", "schedule_text"))),
+                "parent, changed_decisions, expected_effect, falsification. Or, instead of "
+                "schedule_text, a portfolio: members in dispatch order, each with its "
+                "schedule_text and a shape guard, and a fallback for every other shape.",
+                {**_with(message_schema(service_pb2.ProposeRequest.DESCRIPTOR),
+                         required=("contract_id",)),
+                 "oneOf": [{"required": ["schedule_text"]}, {"required": ["portfolio"]}]}),
     "analyze": ("The analysis report of a candidate (verdict, diagnostics with repairs).",
                 _with(_CANDIDATE, required=("candidate_id",), wait_s=_WAIT)),
     "compile": ("The lowering receipt of a candidate (SASS census, registers, spills).",

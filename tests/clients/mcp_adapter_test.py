@@ -61,7 +61,10 @@ class McpAdapterTest(unittest.TestCase):
                                  "validate"])
         propose = next(t for t in tools if t.name == "propose")
         props = propose.input_schema["properties"]
-        self.assertEqual(propose.input_schema["required"], ["contract_id", "schedule_text"])
+        self.assertEqual(propose.input_schema["required"], ["contract_id"])
+        self.assertEqual(propose.input_schema["oneOf"],
+                         [{"required": ["schedule_text"]}, {"required": ["portfolio"]}])
+        self.assertIn("members", props["portfolio"]["properties"])
         # Derived from cake.v1.ProposeRequest and cake.evidence.Hypothesis.
         self.assertIn("idempotency_key", props)
         self.assertEqual(props["hypothesis"]["properties"]["changed_decisions"]["type"], "array")
@@ -107,6 +110,44 @@ class McpAdapterTest(unittest.TestCase):
         self.assertTrue(any(b.startswith("missing evidence: ") for b in i["bottlenecks"]),
                         i["bottlenecks"])
         self.assertIn("gemm_bf16_tn", i["contract_summary"])
+
+    def test_a_portfolio_is_proposed_with_its_members_inline(self):
+        skinny = (Schedule.gemm().with_tile(32, 128, 64).with_warps(1, 4).with_swizzle(128)
+                  .pipeline(stages=4, transfer="tma").with_split_k(2))
+        portfolio = {
+            "name": "skinny_then_baseline",
+            "members": [{"name": "skinny", "schedule_text": skinny.text(),
+                         "guard": {"scalars": [{"scalar": "M", "min": 1, "max": 64}]}}],
+            "fallback": {"name": "general", "schedule_text": Schedule.gemm().text()}}
+        hypothesis = {"parent": self.baseline, "changed_decisions": ["portfolio"],
+                      "expected_effect": "split K for M <= 64 through MCP",
+                      "falsification": "paired timing is not FASTER on any row"}
+
+        async def body(sess):
+            r = await sess.call_tool("propose", {"contract_id": self.contract,
+                                                 "portfolio": portfolio,
+                                                 "hypothesis": hypothesis})
+            self.assertFalse(r.is_error, r.content)
+            cid = r.structured_content["candidate_id"]
+            a = await sess.call_tool("analyze", {"candidate_id": cid, "wait_s": 300})
+            errors = []
+            for args in ({"contract_id": self.contract},  # neither
+                         {"contract_id": self.contract, "portfolio": portfolio,
+                          "schedule_text": Schedule.gemm().text()}):  # both
+                try:
+                    await sess.call_tool("propose", args)
+                    errors.append(None)
+                except MCPError as e:
+                    errors.append(e)
+            return a.structured_content, errors
+
+        a, errors = self.session(body)
+        self.assertEqual(a["analysis"]["verdict"], "VERIFIED", a["note"])
+        self.assertNotEqual(a["state"], "REJECTED", a["note"])
+        self.assertTrue(all(e is not None for e in errors), errors)
+        self.assertTrue(all("oneOf" in e.message or "valid under each of" in e.message
+                            or "not valid under any" in e.message for e in errors),
+                        [e.message for e in errors])
 
     def test_an_illegal_schedule_gets_diagnostics_with_repairs(self):
         bad = Schedule.gemm().with_tile(256, 256, 64).pipeline(stages=4)
