@@ -42,9 +42,13 @@ absl::StatusOr<KernelImage> ReadKernelImage(const worker::KernelRef& ref) {
   k.candidate = ref.candidate();
   k.receipt = ref.receipt();
   compiler::EnsureLaunchSpec(&k.receipt);
-  auto cubin = ReadCubin(ref.receipt(), ref.candidate());
-  if (!cubin.ok()) return cubin.status();
-  k.cubin = *std::move(cubin);
+  // A portfolio's own receipt is its fallback's, whose cubin is read (and checked) as the last
+  // entry below.
+  if (ref.manifest().entries().empty()) {
+    auto cubin = ReadCubin(ref.receipt(), ref.candidate());
+    if (!cubin.ok()) return cubin.status();
+    k.cubin = *std::move(cubin);
+  }
   for (const portfolio::DispatcherManifest::Entry& e : ref.manifest().entries()) {
     KernelEntryImage& entry = k.entries.emplace_back();
     entry.name = e.name();

@@ -26,7 +26,7 @@ absl::StatusOr<Gpu> OpenGpu();
 
 struct KernelImage {
   std::string candidate;
-  std::string cubin;
+  std::string cubin;                // one schedule's; empty for a portfolio (see entries)
   report::LoweringReceipt receipt;  // a portfolio's: its fallback's
   // A portfolio's manifest entries in dispatch order (each cubin checked against its hash);
   // empty for one schedule.
