@@ -4,8 +4,9 @@
 # included), compute-sanitizer racecheck and synccheck over the witness's schedules (every
 # shipped family point and proposer candidate), the pipeline rule proofs (illegal schedules
 # forced through lowering must go wrong; run apart from the sanitizer verdicts), then the
-# benchmark (scripts/device/gemm_bench.sh; `--no-bench` skips it). Writes logs and JSON under
-# $OUT (or ./evidence-out).
+# benchmark (scripts/device/gemm_bench.sh; `--no-bench` skips it) and, with CYCLES=1, the
+# leading schedules and their variants compared in SM cycles (scripts/device/gemm_cycles.sh).
+# Writes logs and JSON under $OUT (or ./evidence-out).
 set -uo pipefail
 . "$(dirname "$0")/env.sh"
 export CAKE_WORKER="$PWD/build/device/bin/cake-worker" CAKE_SOURCE_DIR="$PWD"
@@ -37,4 +38,12 @@ echo "compute-sanitizer memcheck over split-K: exit $rc; $(grep -E 'ERROR SUMMAR
   --gtest_filter="$proofs" > "$out/rule_proof_racecheck.log" 2>&1
 echo "rule proof under racecheck: exit $?; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/rule_proof_racecheck.log" | tail -1)"
 [ $bench -eq 1 ] && "$(dirname "$0")/gemm_bench.sh" "$@" | tail -14
+if [ "${CYCLES:-0}" = 1 ]; then
+  # Row-major vs banded vs banded with the staged store, on a 128x128 and a 128x256 tile.
+  base="128x128x64 w2x2 s3 swz128 x4 bf16 tma" wide="128x256x64 w2x4 s3 swz128 x4 bf16 tma"
+  for shape in 8192x8192x8192 2048x2048x2048; do
+    OUT="$out/cycles" "$(dirname "$0")/gemm_cycles.sh" "$shape" "$base" "$base g16" \
+      "$base g16 st" "$wide sm90-only" "$wide g16 sm90-only" "$wide g16 st sm90-only" | tail -8
+  done
+fi
 exit $status
