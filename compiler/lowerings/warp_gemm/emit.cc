@@ -85,15 +85,19 @@ LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
 
   // Epilogue: accumulator fragment (row lane/4 [+8], columns 2*(lane%4) [+1]) to global.
   w.Begin(p.op_store);
-  auto for_each_pair = [&w]() {
+  // Opens the loops over the fragment pairs, naming each pair's place in C (row, col) or, with
+  // `in_tile`, in the CTA tile (r, c).
+  auto for_each_pair = [&w](bool in_tile = false) {
     w.Line("#pragma unroll");
     w.Line("  for (int i = 0; i < kFragsM; ++i)");
     w.Line("#pragma unroll");
     w.Line("    for (int j = 0; j < kFragsN; ++j)");
     w.Line("#pragma unroll");
     w.Line("      for (int h = 0; h < 2; ++h) {");
-    w.Line("        const int row = m0 + warp_m * kWarpTileM + i * 16 + (lane >> 2) + h * 8;");
-    w.Line("        const int col = n0 + warp_n * kWarpTileN + j * 8 + (lane & 3) * 2;");
+    w.Line(absl::StrCat("        const int ", in_tile ? "r = " : "row = m0 + ",
+                        "warp_m * kWarpTileM + i * 16 + (lane >> 2) + h * 8;"));
+    w.Line(absl::StrCat("        const int ", in_tile ? "c = " : "col = n0 + ",
+                        "warp_n * kWarpTileN + j * 8 + (lane & 3) * 2;"));
   };
   // Stores the pair (v0, v1) of type `t` at `dst`, bounds-masked when the contract does not
   // prove full tiles.
@@ -185,14 +189,7 @@ LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
       w.Line("  asm volatile(\"cp.async.wait_all;\\n\" ::: \"memory\");");
     w.Line("  " + sync_compute + "  // every read of the ring is done");
     w.Line(absl::StrCat("  ", out_t, "* const stage_c = reinterpret_cast<", out_t, "*>(smem);"));
-    w.Line("#pragma unroll");
-    w.Line("  for (int i = 0; i < kFragsM; ++i)");
-    w.Line("#pragma unroll");
-    w.Line("    for (int j = 0; j < kFragsN; ++j)");
-    w.Line("#pragma unroll");
-    w.Line("      for (int h = 0; h < 2; ++h) {");
-    w.Line("        const int r = warp_m * kWarpTileM + i * 16 + (lane >> 2) + h * 8;");
-    w.Line("        const int c = warp_n * kWarpTileN + j * 8 + (lane & 3) * 2;");
+    for_each_pair(/*in_tile=*/true);
     w.Line("        const float v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];");
     w.Line(absl::StrCat("        *reinterpret_cast<", bf16_out ? "__nv_bfloat162" : "float2",
                         "*>(stage_c + r * kStageRow + c) = ",
