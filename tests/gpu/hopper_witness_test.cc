@@ -287,6 +287,11 @@ TEST_F(HopperWitness, StagedStores) {
       if (!p.stage_store) continue;
       ++staged;
       RunVariant(p);
+      if (staged == 1) {  // FP32 out: 4-element chunks, a 528-byte staged row
+        WarpGemmParams f32 = p;
+        f32.out = ir::F32;
+        RunVariant(f32);
+      }
     }
   EXPECT_GE(staged, 1) << "no staged-store point";
 }
