@@ -402,6 +402,14 @@ void CheckShapes(const KernelGraph& g, DiagnosticSink& sink, CheckCounter& check
           .Condition(absl::StrCat("0 <= raster_group_m <= ", kMaxRasterGroupM))
           .Evidence(absl::StrCat("raster_group_m = ", tiles->raster_group_m()))
           .Message("raster_group_m out of range");
+    if (w.has_persistent() &&
+        (w.persistent().max_ctas() < 0 || w.persistent().max_ctas() > kMaxPersistentCtas))
+      sink.Error(report::DIAG_INVALID_VALUE)
+          .Path(g.DeclPath("work", w.name()))
+          .Resource(w.name())
+          .Condition(absl::StrCat("0 <= max_ctas <= ", kMaxPersistentCtas))
+          .Evidence(absl::StrCat("max_ctas = ", w.persistent().max_ctas()))
+          .Message("max_ctas out of range");
   }
   ++checks;
   const int threads = g.kernel->launch().threads_per_cta();

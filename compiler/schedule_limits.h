@@ -25,6 +25,8 @@ inline constexpr int kMaxDiagnostics = 200;
 inline constexpr int kMaxKSlices = 64;
 // Tile rows per raster band (work schedule raster_group_m).
 inline constexpr int kMaxRasterGroupM = 256;
+// Bound on a persistent work schedule's CTAs (max_ctas; 0 = as many as stay resident).
+inline constexpr int kMaxPersistentCtas = 1 << 20;
 // Guarded members of one portfolio (the fallback not counted), and the largest divisibility
 // fact a guard may state.
 inline constexpr int kMaxPortfolioMembers = 16;

@@ -112,6 +112,8 @@ absl::StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Load() {
   resolve("cuModuleGetFunction", d->ModuleGetFunction);
   resolve("cuFuncSetAttribute", d->FuncSetAttribute);
   resolve("cuFuncGetAttribute", d->FuncGetAttribute);
+  resolve("cuOccupancyMaxActiveBlocksPerMultiprocessor",
+          d->OccupancyMaxActiveBlocksPerMultiprocessor);
   resolve("cuLaunchKernel", d->LaunchKernel);
   resolve("cuTensorMapEncodeTiled", d->TensorMapEncodeTiled);
   resolve("cuMemAlloc", d->MemAlloc);

@@ -43,6 +43,8 @@ struct CudaDriver {
   decltype(&::cuModuleGetFunction) ModuleGetFunction = nullptr;
   decltype(&::cuFuncSetAttribute) FuncSetAttribute = nullptr;
   decltype(&::cuFuncGetAttribute) FuncGetAttribute = nullptr;
+  decltype(&::cuOccupancyMaxActiveBlocksPerMultiprocessor)
+      OccupancyMaxActiveBlocksPerMultiprocessor = nullptr;
   decltype(&::cuLaunchKernel) LaunchKernel = nullptr;
   decltype(&::cuTensorMapEncodeTiled) TensorMapEncodeTiled = nullptr;
   decltype(&::cuMemAlloc) MemAlloc = nullptr;

@@ -58,9 +58,33 @@ absl::Status Kernel::AddEntry(const std::string& name, const portfolio::ShapeGua
   if (!s.ok()) return s;
   e.symbol = receipt.kernel_symbol();
   e.launch = receipt.launch();
-  return d_.Check(d_.FuncSetAttribute(e.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                      static_cast<int>(e.launch.dynamic_shared_bytes())),
-                  "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+  s = d_.Check(d_.FuncSetAttribute(e.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                   static_cast<int>(e.launch.dynamic_shared_bytes())),
+               "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+  if (!s.ok() || !e.launch.persistent()) return s;
+  if (e.launch.max_ctas() > 0) {
+    e.resident_ctas = e.launch.max_ctas();
+    return absl::OkStatus();
+  }
+  // As many CTAs as the device keeps resident at once: more would queue behind the first
+  // wave and walk no tiles of their own.
+  CUdevice dev = 0;
+  int sms = 0, per_sm = 0;
+  s = d_.Check(d_.CtxGetDevice(&dev), "cuCtxGetDevice");
+  if (s.ok())
+    s = d_.Check(d_.DeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
+                 "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
+  if (s.ok())
+    s = d_.Check(d_.OccupancyMaxActiveBlocksPerMultiprocessor(
+                     &per_sm, e.fn, e.launch.threads_per_cta(),
+                     static_cast<size_t>(e.launch.dynamic_shared_bytes())),
+                 "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  if (!s.ok()) return s;
+  if (per_sm < 1)
+    return absl::FailedPreconditionError(
+        absl::StrCat(e.symbol, ": no CTA of this kernel fits an SM"));
+  e.resident_ctas = int64_t{sms} * per_sm;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<Kernel>> Kernel::Load(const CudaDriver& d, const std::string& cubin,
@@ -307,6 +331,11 @@ absl::Status Kernel::LaunchEntry(CUstream stream, const KernelArgs& args, int en
           absl::StrCat("grid needs scalar '", dims[i]->extent(), "'"));
     const int64_t div = std::max<int64_t>(dims[i]->divisor(), 1);
     grid[i] = static_cast<unsigned>(std::max<int64_t>((it->second + div - 1) / div, 1));
+  }
+  if (launch.persistent()) {  // the grid counted tiles; the CTAs walk them
+    const int64_t tiles = int64_t{grid[0]} * grid[1] * grid[2];
+    grid[0] = static_cast<unsigned>(std::max<int64_t>(std::min(tiles, e.resident_ctas), 1));
+    grid[1] = grid[2] = 1;
   }
   return d_.Check(d_.LaunchKernel(e.fn, grid[0], grid[1], grid[2],
                                   static_cast<unsigned>(launch.threads_per_cta()), 1, 1,

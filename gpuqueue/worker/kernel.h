@@ -95,6 +95,8 @@ class Kernel {
     CUfunction fn = nullptr;
     report::LaunchSpec launch;
     std::string symbol;
+    // Persistent launches: the CTAs started at most (max_ctas, else SMs x CTAs per SM).
+    int64_t resident_ctas = 0;
     // Per entry: a split-K kernel's counters sit after its own partials, where another
     // entry's partials would be.
     mutable std::optional<DeviceBuffer> workspace;

@@ -39,11 +39,13 @@ echo "compute-sanitizer memcheck over split-K: exit $rc; $(grep -E 'ERROR SUMMAR
 echo "rule proof under racecheck: exit $?; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/rule_proof_racecheck.log" | tail -1)"
 [ $bench -eq 1 ] && "$(dirname "$0")/gemm_bench.sh" "$@" | tail -14
 if [ "${CYCLES:-0}" = 1 ]; then
-  # Row-major vs banded vs banded with the staged store, on a 128x128 and a 128x256 tile.
+  # Row-major vs banded vs banded with the staged store vs persistent CTAs, on a 128x128 and a
+  # 128x256 tile.
   base="128x128x64 w2x2 s3 swz128 x4 bf16 tma" wide="128x256x64 w2x4 s3 swz128 x4 bf16 tma"
   for shape in 8192x8192x8192 2048x2048x2048; do
     OUT="$out/cycles" "$(dirname "$0")/gemm_cycles.sh" "$shape" "$base" "$base g16" \
-      "$base g16 st" "$wide sm90-only" "$wide g16 sm90-only" "$wide g16 st sm90-only" | tail -8
+      "$base g16 st" "$base g16 p" "$wide sm90-only" "$wide g16 sm90-only" \
+      "$wide g16 st sm90-only" "$wide g16 p sm90-only" | tail -10
   done
 fi
 exit $status

@@ -348,6 +348,56 @@ TEST(Emission, AStagedStoreWritesWholeChunksAndIsRefusedWhereItCannotBe) {
   refused(unaligned, "16-byte chunks; 'C' declares 4-byte alignment");
 }
 
+// Persistent CTAs: the launch counts tiles and asks the launcher for resident CTAs; each CTA's
+// tile loop wraps the k loop and the store, and the ring's steps run on across tiles. Refused,
+// with the reason, where the ring is not one TMA role's or a store would race its refill.
+TEST(Emission, PersistentCtasWalkTilesWithOneRing) {
+  auto p = TmaPoint(3);
+  p.persistent = true;
+  p.max_ctas = 5;
+  compiler::ParsedModule parsed;
+  parsed.module = workloads::gemm_bf16::MakeWarpGemm(p);
+  auto r = compiler::Emit(parsed, **compiler::TargetByName("sm_90"));
+  ASSERT_TRUE(r.source.has_value()) << compiler::ToJson(r.analysis);
+  EXPECT_TRUE(r.source->launch.persistent());
+  EXPECT_EQ(r.source->launch.max_ctas(), 5);
+  EXPECT_EQ(r.source->launch.grid_x().divisor(), 128);  // the grid still counts tiles
+  const std::string& text = r.source->text;
+  for (const char* piece :
+       {"for (int local = 0; local < my_tiles; ++local) {", "const int g = local * k_tiles + kt;",
+        "g + kStages < steps", "produce(stage, g + kStages)", "TileOrigin(g / k_tiles, pm0, pn0);",
+        "}  // the next tile of this CTA"})
+    EXPECT_NE(text.find(piece), std::string::npos) << piece;
+  EXPECT_EQ(text.find("kt + kStages < k_tiles"), std::string::npos);
+  EXPECT_EQ(EmitParams(p, "sm_90"), text);
+  EXPECT_FALSE(
+      compiler::Emit(SplitK(1, ir::K_MERGE_ORDERED_WORKSPACE), **compiler::TargetByName("sm_90"))
+          .source->launch.persistent());
+
+  auto refused = [](const workloads::gemm_bf16::WarpGemmParams& q, const char* says) {
+    compiler::ParsedModule m;
+    m.module = workloads::gemm_bf16::MakeWarpGemm(q);
+    auto out = compiler::Emit(m, **compiler::TargetByName("sm_90"));
+    EXPECT_FALSE(out.source.has_value()) << says;
+    EXPECT_NE(compiler::ToJson(out.analysis).find(says), std::string::npos)
+        << compiler::ToJson(out.analysis);
+  };
+  auto cp = p;
+  cp.transfer = ir::CP_ASYNC;
+  cp.smem = ir::Representation::SWIZZLE_64B;
+  cp.tile_k = 32;
+  refused(cp, "one-role TMA pipelines");
+  auto ws = p;
+  ws.warp_specialized = true;
+  refused(ws, "one-role TMA pipelines");
+  auto split = p;
+  split.k_slices = 2;
+  refused(split, "one-role TMA pipelines");
+  auto staged = p;
+  staged.stage_store = true;
+  refused(staged, "a staged store in a persistent tile loop");
+}
+
 // The benchmark's sm_90-only points need more shared memory than SM120 has: the verifier
 // rejects each for sm_120f naming the shared budget, and verifies it for sm_90.
 TEST(Emission, Sm90OnlyPointsAreRejectedForSm120fAndVerifiedForSm90) {

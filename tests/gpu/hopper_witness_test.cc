@@ -296,6 +296,26 @@ TEST_F(HopperWitness, StagedStores) {
   EXPECT_GE(staged, 1) << "no staged-store point";
 }
 
+// Persistent CTAs bounded to a few (3 and 7), so each walks many tiles and its ring runs on
+// across them (the family's persistent points launch as many as stay resident, which the small
+// witness shapes never exceed); row-major and banded, tails in M, N and K.
+TEST_F(HopperWitness, PersistentCtasWalkSeveralTiles) {
+  const Shape shapes[] = {{1100, 700, 256}, {300, 200, 264}, {77, 129, 16}, {512, 512, 1024}};
+  for (int ctas : {3, 7}) {
+    for (int group : {1, 8}) {
+      WarpGemmParams p;
+      p.transfer = ir::TMA;
+      p.smem = ir::Representation::SWIZZLE_128B;
+      p.padding = 0;
+      p.tile_k = 64;
+      p.persistent = true;
+      p.max_ctas = ctas;
+      p.raster_group_m = group;
+      RunModule(workloads::gemm_bf16::MakeWarpGemm(p), p, shapes, {}, nullptr);
+    }
+  }
+}
+
 // Raster bands where the grid holds several: 9 and 17 tile rows of 128 are full bands of 8 (or
 // 16) and a last band of 1 row, N with a tail; every tile must be computed exactly once (the
 // family's shapes fit one band). cp.async and TMA, split-K's slices too.

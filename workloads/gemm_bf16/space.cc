@@ -53,7 +53,10 @@ std::string WarpGemmParams::Describe() const {
       compute_registers > 0 ? absl::StrCat(" r", compute_registers, "/", loader_registers) : "",
       k_slices > 1 ? absl::StrCat(" k", k_slices) : "",
       k_slices > 1 && k_merge != ir::K_MERGE_ORDERED_WORKSPACE ? " unmerged" : "",
-      raster_group_m > 1 ? absl::StrCat(" g", raster_group_m) : "", stage_store ? " st" : "");
+      raster_group_m > 1 ? absl::StrCat(" g", raster_group_m) : "", stage_store ? " st" : "",
+      !persistent    ? ""
+      : max_ctas > 0 ? absl::StrCat(" p", max_ctas)
+                     : " p");
 }
 
 ir::Module MakeWarpGemm(const WarpGemmParams& p) {
@@ -128,14 +131,17 @@ ir::Module MakeWarpGemm(const WarpGemmParams& p) {
   }
   ir::WorkSchedule* work = k->add_work();
   work->set_name("tiles");
-  work->mutable_static_tiles()->set_output("C");
-  work->mutable_static_tiles()->set_tile_m(p.tile_m);
-  work->mutable_static_tiles()->set_tile_n(p.tile_n);
+  ir::StaticTiles* tiles_of_c =
+      p.persistent ? work->mutable_persistent()->mutable_tiles() : work->mutable_static_tiles();
+  if (p.persistent && p.max_ctas > 0) work->mutable_persistent()->set_max_ctas(p.max_ctas);
+  tiles_of_c->set_output("C");
+  tiles_of_c->set_tile_m(p.tile_m);
+  tiles_of_c->set_tile_n(p.tile_n);
   if (p.k_slices > 1) {
-    work->mutable_static_tiles()->set_k_slices(p.k_slices);
-    work->mutable_static_tiles()->set_k_merge(p.k_merge);
+    tiles_of_c->set_k_slices(p.k_slices);
+    tiles_of_c->set_k_merge(p.k_merge);
   }
-  if (p.raster_group_m > 1) work->mutable_static_tiles()->set_raster_group_m(p.raster_group_m);
+  if (p.raster_group_m > 1) tiles_of_c->set_raster_group_m(p.raster_group_m);
 
   ir::Operation* main = Op(k->mutable_ops(), "main");
   main->mutable_role_region()->set_role("compute");
@@ -292,6 +298,11 @@ std::vector<WarpGemmParams> WarpGemmFamily() {
   tma(128, 128, 64, 2, 2, 3, R::SWIZZLE_128B);  // a loader warp
   out.back().warp_specialized = true;
   out.back().stage_store = true;
+  // Persistent CTAs: one wave of resident CTAs walks all the tiles, so a tile's epilogue
+  // overlaps the fill of the CTA's next tile (one wave at 2048^3 leaves nothing to overlap).
+  tma(128, 128, 64, 2, 2, 3, R::SWIZZLE_128B);
+  out.back().raster_group_m = 16;
+  out.back().persistent = true;
   // Skinny M leaves SMs idle (16x8192 is 64 tiles of 16x128): split-K puts 2-4 CTAs on each
   // tile and merges their FP32 partials through the workspace.
   for (auto [tm, tn, wm, wn, slices] :
@@ -322,6 +333,9 @@ std::vector<WarpGemmParams> WarpGemmSm90OnlyPoints() {
   tma(128, 256, 64, 2, 4, 3);
   out.back().raster_group_m = 16;
   out.back().stage_store = true;
+  tma(128, 256, 64, 2, 4, 3);
+  out.back().raster_group_m = 16;
+  out.back().persistent = true;
   tma(256, 128, 64, 4, 2, 4);
   out.back().raster_group_m = 8;
   return out;

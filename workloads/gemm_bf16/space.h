@@ -27,6 +27,10 @@ struct WarpGemmParams {
   int raster_group_m = 1;
   // The epilogue stores through shared memory in 16-byte row chunks (not split-K).
   bool stage_store = false;
+  // Persistent CTAs (TMA, one role): each walks several tiles and its ring runs on across
+  // them; max_ctas bounds the launch (0 = as many as stay resident).
+  bool persistent = false;
+  int max_ctas = 0;
   // A loader warp (one more warp, elected lane) fills the TMA ring; the warps of the
   // accumulator's grid only consume (TMA only).
   bool warp_specialized = false;
@@ -39,7 +43,7 @@ struct WarpGemmParams {
   std::string name = "gemm_bf16";
 
   std::string Describe()
-      const;  // "128x128x32 w2x2 s3 pad8 x4 bf16" (+ " tma", " ws", " k4", " g16", " st")
+      const;  // "128x128x32 w2x2 s3 pad8 x4 bf16" (+ " tma", " ws", " k4", " g16", " st", " p")
 };
 
 ir::Module MakeWarpGemm(const WarpGemmParams& p);

@@ -60,7 +60,9 @@ LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
     w.Line("  const int warp_m = warp / kWarpsN, warp_n = warp % kWarpsN;");
   }
   w.Begin(p.op_tiles);
-  if (p.raster_group_m > 1) {
+  if (p.persistent) {
+    w.Line("  int m0 = 0, n0 = 0;  // the current tile's origin (TileOrigin, per tile)");
+  } else if (p.raster_group_m > 1) {
     // CTAs launch in row-major grid order; the bands keep those resident together on a few
     // rows of A and columns of B (L2 hits instead of DRAM reads). A bijection of the grid, so
     // every tile is still computed once, and split-K's slices of a tile (grid z) stay together.
@@ -80,6 +82,10 @@ LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
   if (tma) {
     terms.a_map = "tmap_" + p.a;
     terms.b_map = "tmap_" + p.b;
+  }
+  if (p.persistent) {  // a refill's tile is the step's, which may be the next tile
+    terms.a_row0 = "pm0";
+    terms.b_row0 = "pn0";
   }
   EmitWarpMainloop(p, terms, w);
 
@@ -223,6 +229,7 @@ LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
     w.Line("      }");
   }
   w.End(p.op_store);
+  if (p.persistent) w.Line("  }  // the next tile of this CTA");
   w.End(p.op_tiles);
   w.End(p.op_role);
   w.Line("}");

@@ -62,6 +62,10 @@ class WarpGemmLowering final : public Lowering {
     k.launch =
         Launch(p.a, p.b, p.c, p.m, p.n, p.k, p.tile_m, p.tile_n, p.threads, k.dynamic_shared_bytes);
     if (p.k_slices > 1) k.launch.mutable_grid_z()->set_count(p.k_slices);
+    if (p.persistent) {
+      k.launch.set_persistent(true);
+      k.launch.set_max_ctas(p.max_ctas);
+    }
     if (p.k_slices > 1 && !p.k_merge_none) {
       // FP32 partials of every slice, then one arrival counter per output tile.
       report::LaunchSpec::Arg* ws = k.launch.add_args();

@@ -50,8 +50,10 @@ absl::StatusOr<WarpGemmPlan> PlanWarpGemm(const ir::Module& module, const Kernel
     // 16 bytes of padding per row: consecutive fragment rows start 4 banks apart.
     p.stage_row_elems = p.tile_n + 16 / elem_bytes;
     p.stage_bytes = int64_t{p.tile_m} * p.stage_row_elems * elem_bytes;
-    // The split-K paths store through the workspace or race by design; neither is staged.
+    // The split-K paths store through the workspace or race by design; neither is staged. A
+    // persistent CTA's ring is already filling the next tile during the store.
     if (p.k_slices > 1) return Unsupported("a staged store with k_slices > 1 is not lowered");
+    if (p.persistent) return Unsupported("a staged store in a persistent tile loop is not lowered");
     if (C.alignment_bytes() < 16 || C.alignment_bytes() % 16 != 0)
       return Unsupported(absl::StrCat("a staged store writes 16-byte chunks; '", p.c, "' declares ",
                                       C.alignment_bytes(), "-byte alignment"));

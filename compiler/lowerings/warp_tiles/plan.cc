@@ -96,9 +96,12 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
 
   // Work schedule.
   auto wi = g.work.find(tiles->op->for_each_tile().work());
-  if (wi == g.work.end() || !wi->second->has_static_tiles())
-    return Unsupported(lowering, "static_tiles work schedule required");
-  const ir::StaticTiles& st = wi->second->static_tiles();
+  if (wi == g.work.end() || (!wi->second->has_static_tiles() && !wi->second->has_persistent()))
+    return Unsupported(lowering, "a static_tiles or persistent work schedule required");
+  t.persistent = wi->second->has_persistent();
+  if (t.persistent) t.max_ctas = wi->second->persistent().max_ctas();
+  const ir::StaticTiles& st =
+      t.persistent ? wi->second->persistent().tiles() : wi->second->static_tiles();
   t.tile_m = st.tile_m();
   t.tile_n = st.tile_n();
   t.tile_k = kloop->op->for_k_tiles().extent();
@@ -251,6 +254,12 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
   if (t.op_load_a.empty() || t.op_load_b.empty() || t.op_mma.empty() || t.op_release.empty())
     return Unsupported(lowering, "consume needs an A load, a B load, an mma and a release");
   t.release_early = release_at < last_read_at;  // a release after the loads reads registers only
+  // Persistent CTAs carry one TMA ring's phase across their tiles (one role: thread 0 refills).
+  if (t.persistent &&
+      (t.transfer != ir::TMA || t.warp_specialized || t.k_slices > 1 || t.release_early))
+    return Unsupported(lowering,
+                       "a persistent tile loop is lowered for one-role TMA pipelines without "
+                       "split-K only");
   if (t.release_early && (t.transfer != ir::TMA || t.warp_specialized))
     return Unsupported(lowering,
                        "a release before the consume's last read is lowered for TMA without a "

@@ -1,5 +1,7 @@
 #include "warp_tiles.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
@@ -10,6 +12,21 @@ namespace {
 // Writes a block of source text, one line at a time.
 void Lines(SourceWriter& w, absl::string_view text) {
   for (absl::string_view line : absl::StrSplit(text, '\n')) w.Line(std::string(line));
+}
+
+// A persistent CTA counts its ring's generations in steps g over all its tiles (g = local tile
+// x k_tiles + kt), where one tile's k loop counts kt over k_tiles: the same protocol text, with
+// the step and its bound in place of kt and k_tiles.
+std::string InSteps(const WarpTiles& t, absl::string_view text) {
+  if (!t.persistent) return std::string(text);
+  return absl::StrReplaceAll(text, {{"kt + kStages < k_tiles", "g + kStages < steps"},
+                                    {"(kt / kStages)", "(g / kStages)"},
+                                    {"produce(stage, kt + kStages)", "produce(stage, g + kStages)"},
+                                    {"kt + 1 < k_tiles", "g + 1 < steps"},
+                                    {"(kt + 1)", "(g + 1)"},
+                                    {"if (s < k_tiles)", "if (s < steps)"},
+                                    {"if (k_tiles > 0)", "if (steps > 0)"},
+                                    {"tile 0 is Ready", "step 0 is Ready"}});
 }
 
 std::string SwizzleExpr(ir::Representation::Kind kind) {
@@ -140,6 +157,39 @@ __device__ __forceinline__ void WaitStage(uint32_t bar, uint32_t parity) {
 
 namespace {
 
+void EmitZeroAccumulator(SourceWriter& w) {
+  w.Line("#pragma unroll");
+  w.Line("  for (int i = 0; i < kFragsM; ++i)");
+  w.Line("#pragma unroll");
+  w.Line("    for (int j = 0; j < kFragsN; ++j)");
+  w.Line("#pragma unroll");
+  w.Line("      for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;");
+}
+
+// Persistent: CTA blockIdx.x walks tiles blockIdx.x, + gridDim.x, ... (the launch starts no
+// more CTAs than stay resident), numbered row-major or in bands of kRasterGroupM tile rows as
+// the static grid would be; `steps` counts its k-tiles over all of them.
+void EmitPersistentTiles(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& w) {
+  w.Line(absl::StrCat("  constexpr int kRasterGroupM = ", std::max(t.raster_group_m, 1), ";"));
+  Lines(
+      w,
+      absl::StrReplaceAll(
+          R"cuda(  const int tiles_m = (ROWS_A + kTileM - 1) / kTileM, tiles_n = (ROWS_B + kTileN - 1) / kTileN;
+  const long long tiles = (long long)tiles_m * tiles_n;
+  const int my_tiles = blockIdx.x < tiles ? int((tiles - 1 - blockIdx.x) / gridDim.x) + 1 : 0;
+  if ((long long)my_tiles * k_tiles > 0x7fffffff) __trap();  // steps count in 32 bits
+  const int steps = my_tiles * k_tiles;
+  auto TileOrigin = [&](int local, int& tile_m0, int& tile_n0) {
+    const long long tile = blockIdx.x + (long long)local * gridDim.x;
+    const int band_m = int(tile / ((long long)kRasterGroupM * tiles_n)) * kRasterGroupM;
+    const int band_rows = min(tiles_m - band_m, kRasterGroupM);
+    const long long in_band = tile - (long long)band_m * tiles_n;
+    tile_m0 = (band_m + int(in_band % band_rows)) * kTileM;
+    tile_n0 = int(in_band / band_rows) * kTileN;
+  };)cuda",
+          {{"ROWS_A", terms.a_rows}, {"ROWS_B", terms.b_rows}}));
+}
+
 void EmitCpAsyncProducer(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& w) {
   // Producer: one stage of A and B, 16-byte cp.async chunks, tails zero-filled. Where the CTA's
   // threads cover whole rows in passes of a multiple of 8 rows (the common case), each thread
@@ -241,7 +291,15 @@ void EmitCpAsyncProducer(const WarpTiles& t, const MainloopTerms& terms, SourceW
 // box copies; the mbarrier's phase completes when both boxes have landed (Filling -> Ready).
 void EmitTmaProducer(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& w) {
   w.Begin(t.op_produce);
-  w.Line("  auto produce = [&](int stage, int kt) {  // thread 0 only");
+  if (t.persistent) {
+    // A step's tile may be the next one: its origin comes from the step, not from m0/n0.
+    w.Line("  auto produce = [&](int stage, int g) {  // thread 0 only: step g of this CTA");
+    w.Line("    const int kt = g % k_tiles;");
+    w.Line(absl::StrCat("    int ", terms.a_row0, ", ", terms.b_row0, ";"));
+    w.Line(absl::StrCat("    TileOrigin(g / k_tiles, ", terms.a_row0, ", ", terms.b_row0, ");"));
+  } else {
+    w.Line("  auto produce = [&](int stage, int kt) {  // thread 0 only");
+  }
   w.Line("    const uint32_t bar = smem_base + kBarrierOffset + stage * 8;");
   w.Line(
       "    asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\\n\" "
@@ -355,11 +413,11 @@ void EmitTmaRelease(const WarpTiles& t, SourceWriter& w) {
                      : "memory");)cuda");
   w.End(t.op_release);
   if (t.warp_specialized) return;  // the loader warp refills
-  Lines(w, R"cuda(        if (tid == 0 && kt + kStages < k_tiles) {
+  Lines(w, InSteps(t, R"cuda(        if (tid == 0 && kt + kStages < k_tiles) {
           WaitStage(empty_bar + stage * 8, (kt / kStages) & 1);  // every thread has read it
           asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
           produce(stage, kt + kStages);
-        })cuda");
+        })cuda"));
 }
 
 // The TMA protocol. Slot s has two mbarriers: full[s] (arrival count 1, the producer's
@@ -422,19 +480,30 @@ void EmitTmaKLoop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& 
       w.Line(absl::StrCat("  asm volatile(\"setmaxnreg.inc.sync.aligned.u32 ", t.compute_registers,
                           ";\\n\" ::: \"memory\");  // the loader's registers"));
   } else {
-    Lines(w, R"cuda(  if (tid == 0) {
+    Lines(w, InSteps(t, R"cuda(  if (tid == 0) {
 #pragma unroll
     for (int s = 0; s < kStages; ++s)
       if (s < k_tiles) produce(s, s);
-  })cuda");
+  })cuda"));
   }
-  Lines(w, R"cuda(  if (k_tiles > 0) {
+  Lines(w, InSteps(t, R"cuda(  if (k_tiles > 0) {
     WaitStage(full_bar, 0);  // tile 0 is Ready
     load_frags(0, 0, 0);
+  })cuda"));
+  if (t.persistent) {
+    // This CTA's tiles, one after another; the tile loop stays open for the epilogue, which the
+    // operation's lowering emits and closes (the ring meanwhile fills the next tile).
+    Lines(w, R"cuda(  for (int local = 0; local < my_tiles; ++local) {
+  TileOrigin(local, m0, n0);)cuda");
+    EmitZeroAccumulator(w);
+    Lines(w, R"cuda(  for (int kt = 0; kt < k_tiles; ++kt) {
+    const int g = local * k_tiles + kt;  // the ring's step: it runs on across tiles
+    const int stage = g % kStages;)cuda");
+  } else {
+    Lines(w, R"cuda(  for (int kt = 0; kt < k_tiles; ++kt) {
+    const int stage = kt % kStages;)cuda");
   }
-  for (int kt = 0; kt < k_tiles; ++kt) {
-    const int stage = kt % kStages;
-#pragma unroll
+  Lines(w, R"cuda(#pragma unroll
     for (int ks = 0; ks < kTileK / 16; ++ks) {)cuda");
   if (t.release_early) {
     // The schedule releases the generation before its last read (only reachable with the
@@ -448,7 +517,7 @@ void EmitTmaKLoop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& 
       } else {)cuda");
   for (const std::string& line : terms.after_consume) w.Line("  " + line);
   if (!t.release_early) EmitTmaRelease(t, w);
-  Lines(w, R"cuda(        if (kt + 1 < k_tiles) {
+  Lines(w, InSteps(t, R"cuda(        if (kt + 1 < k_tiles) {
           const int next = (kt + 1) % kStages;
           WaitStage(full_bar + next * 8, ((kt + 1) / kStages) & 1);
           load_frags(0, next, 0);
@@ -456,7 +525,7 @@ void EmitTmaKLoop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& 
       }
       mma_frags(ks & 1);
     }
-  })cuda");
+  })cuda"));
   w.End(t.op_kloop);
   w.Line("");
 }
@@ -554,12 +623,7 @@ void EmitKLoop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& w) 
 
 void EmitWarpMainloop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& w) {
   w.Line("  float acc[kFragsM][kFragsN][4];");
-  w.Line("#pragma unroll");
-  w.Line("  for (int i = 0; i < kFragsM; ++i)");
-  w.Line("#pragma unroll");
-  w.Line("    for (int j = 0; j < kFragsN; ++j)");
-  w.Line("#pragma unroll");
-  w.Line("      for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;");
+  if (!t.persistent) EmitZeroAccumulator(w);  // persistent: at each tile's start
   if (t.k_slices > 1) {
     w.Line(
         "  // Split-K: this CTA's run of k-tiles (grid z); the last runs may be short or empty.");
@@ -570,6 +634,7 @@ void EmitWarpMainloop(const WarpTiles& t, const MainloopTerms& terms, SourceWrit
   } else {
     w.Line(absl::StrCat("  const int k_tiles = (", terms.k, " + kTileK - 1) / kTileK;"));
   }
+  if (t.persistent) EmitPersistentTiles(t, terms, w);
   w.Line("");
 
   if (t.transfer == ir::TMA) {

@@ -58,6 +58,11 @@ struct WarpTiles {
   bool k_merge_none = false;
   // Tile rows per raster band (work schedule raster_group_m; 1 = tile row = grid y).
   int raster_group_m = 1;
+  // Persistent work schedule: each CTA walks tiles blockIdx.x, + gridDim.x, ... and its TMA ring
+  // runs on across them (the next tile's fill overlaps this tile's epilogue). max_ctas bounds
+  // the launch (0 = as many as the device keeps resident).
+  bool persistent = false;
+  int max_ctas = 0;
   // Tensors declared to overlap another (may_alias, either side): their pointers are emitted
   // without __restrict__, which would promise the compiler that they do not.
   std::set<std::string> may_alias;
@@ -115,6 +120,8 @@ std::vector<LoweredKernel::Form> WarpMainloopForms(const WarpTiles& t);
 // cp.async chunk copy.
 void EmitWarpTileConstants(const WarpTiles& t, SourceWriter& w);
 // `float acc[kFragsM][kFragsN][4]` zeroed, then the pipelined k loop (produce, consume, release).
+// Persistent: the tile loop around the k loop (TileOrigin sets m0, n0, the accumulator is zeroed
+// per tile) is left open for the caller's epilogue, which must close it.
 void EmitWarpMainloop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& w);
 
 }  // namespace cake::compiler

@@ -172,8 +172,8 @@ TEST(KMeansAssign, EverySchedulePointVerifiesAndLowersWithItsLowering) {
 }
 
 // One CTA walks every column tile of its row tile: a raster band has nothing to reorder, and the
-// lowering says so rather than ignore it.
-TEST(KMeansAssign, ARasterBandIsRefusedByItsLowering) {
+// lowering says so rather than ignore it; the same for a persistent tile loop.
+TEST(KMeansAssign, ARasterBandOrAPersistentLoopIsRefusedByItsLowering) {
   auto parsed = testing::MustParse(testing::SourceDir() / "examples/kmeans_assign.textproto");
   parsed.module.mutable_kernels(0)->mutable_work(0)->mutable_static_tiles()->set_raster_group_m(4);
   const auto a = compiler::Analyze(parsed, **compiler::TargetByName("sm_90"));
@@ -181,6 +181,17 @@ TEST(KMeansAssign, ARasterBandIsRefusedByItsLowering) {
   std::string json;
   for (const auto& d : a->report.diagnostics()) json += d.evidence();
   EXPECT_NE(json.find("raster_group_m is not lowered for arg_reduce"), std::string::npos) << json;
+
+  // Nor a persistent tile loop (lowered for TMA rings only; argmin's ring is cp.async).
+  auto persistent = testing::MustParse(testing::SourceDir() / "examples/kmeans_assign.textproto");
+  ir::WorkSchedule* work = persistent.module.mutable_kernels(0)->mutable_work(0);
+  const ir::StaticTiles tiles = work->static_tiles();
+  *work->mutable_persistent()->mutable_tiles() = tiles;
+  const auto b = compiler::Analyze(persistent, **compiler::TargetByName("sm_90"));
+  EXPECT_FALSE(b->report.lowering_supported());
+  json.clear();
+  for (const auto& d : b->report.diagnostics()) json += d.evidence();
+  EXPECT_NE(json.find("kmeans_argmin lowering: a persistent tile loop"), std::string::npos) << json;
 }
 
 }  // namespace
