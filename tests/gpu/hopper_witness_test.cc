@@ -221,13 +221,17 @@ TEST_F(HopperWitness, Fp32OutSwizzle64FourStages) {
   RunVariant(p);
 }
 
-TEST_F(HopperWitness, Swizzle128KTile64) {
+// The bundled point with 64-wide k-tiles in 128-byte swizzled stages (cp.async unless `transfer`).
+WarpGemmParams Swizzle128Point(ir::Transfer transfer = ir::CP_ASYNC) {
   WarpGemmParams p;
   p.tile_k = 64;
   p.smem = ir::Representation::SWIZZLE_128B;
   p.padding = 0;
-  RunVariant(p);
+  p.transfer = transfer;
+  return p;
 }
+
+TEST_F(HopperWitness, Swizzle128KTile64) { RunVariant(Swizzle128Point()); }
 
 TEST_F(HopperWitness, SingleStageX2Loads) {
   WarpGemmParams p;
@@ -303,11 +307,7 @@ TEST_F(HopperWitness, PersistentCtasWalkSeveralTiles) {
   const Shape shapes[] = {{1100, 700, 256}, {300, 200, 264}, {77, 129, 16}, {512, 512, 1024}};
   for (int ctas : {3, 7}) {
     for (int group : {1, 8}) {
-      WarpGemmParams p;
-      p.transfer = ir::TMA;
-      p.smem = ir::Representation::SWIZZLE_128B;
-      p.padding = 0;
-      p.tile_k = 64;
+      WarpGemmParams p = Swizzle128Point(ir::TMA);
       p.persistent = true;
       p.max_ctas = ctas;
       p.raster_group_m = group;
@@ -325,10 +325,8 @@ TEST_F(HopperWitness, RasterBandsCoverEveryTileOnce) {
     WarpGemmParams p;
     p.raster_group_m = group;
     RunModule(workloads::gemm_bf16::MakeWarpGemm(p), p, shapes, {}, nullptr);
-    p.transfer = ir::TMA;
-    p.smem = ir::Representation::SWIZZLE_128B;
-    p.padding = 0;
-    p.tile_k = 64;
+    p = Swizzle128Point(ir::TMA);
+    p.raster_group_m = group;
     RunModule(workloads::gemm_bf16::MakeWarpGemm(p), p, shapes, {}, nullptr);
     p.k_slices = 2;
     RunModule(workloads::gemm_bf16::MakeWarpGemm(p), p, shapes, {}, nullptr);
