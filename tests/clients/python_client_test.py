@@ -150,6 +150,31 @@ class PythonClientTest(unittest.TestCase):
         with self.assertRaises(ScheduleError):
             Schedule.gemm().pipeline(stages=2, transfer="tma").module()  # padded rows
 
+    def test_banded_persistent_and_staged_builds_compile(self):
+        banded = (Schedule.gemm().with_tile(128, 128, 64).with_swizzle(128)
+                  .pipeline(stages=3, transfer="tma").with_raster_bands(16).persistent())
+        self.assertEqual(banded.label(), "128x128x64 w2x2 s3 swz128 tma g16 p")
+        self.assertIn("raster_group_m: 16", banded.text())
+        self.assertIn("persistent", banded.text())
+        staged = Schedule.gemm().with_raster_bands(8).with_staged_store()
+        self.assertEqual(staged.label(), "128x128x32 w2x2 s3 pad8 g8 st")
+        self.assertIn("stage_in_shared: true", staged.text())
+        for s in (banded, staged):
+            h = Hypothesis(parent=self.baseline, changed_decisions=list(s.changed),
+                           expected_effect="fewer DRAM reads per tile (" + s.label() + ")",
+                           falsification="paired timing is not FASTER on the 8k rows")
+            c = self.client.wait(self.client.propose(self.contract, s, hypothesis=h).candidate_id,
+                                 timeout_s=300)
+            self.assertEqual(c.state, evidence_pb2.COMPILED, c.status_note)
+            self.assertEqual(c.receipt.launch.persistent, s is banded)
+        for bad in (lambda: Schedule.gemm().with_raster_bands(0),
+                    lambda: Schedule.gemm().with_raster_bands(257),
+                    lambda: Schedule.gemm().persistent(-1),
+                    lambda: Schedule.gemm().persistent().module(),  # a cp.async ring
+                    lambda: Schedule.gemm().with_split_k(2).with_staged_store().module()):
+            with self.assertRaises(ScheduleError):
+                bad()
+
     def test_a_portfolio_compiles_every_member_under_its_guard(self):
         skinny = (Schedule.gemm().with_tile(32, 128, 64).with_warps(1, 4).with_swizzle(128)
                   .pipeline(stages=4, transfer="tma").with_split_k(2))

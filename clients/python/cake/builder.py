@@ -42,6 +42,9 @@ class Schedule:
     padding_elements: int = 8
     smem: str = "ROW_MAJOR"  # shared representation: ROW_MAJOR (padded), SWIZZLE_64B, SWIZZLE_128B
     k_slices: int = 1  # split-K: CTAs per output tile, merged through the daemon's workspace
+    raster_rows: int = 1  # tile rows per raster band (1 = row-major tile order)
+    staged_store: bool = False  # the epilogue stores through shared memory in 16-byte chunks
+    persistent_ctas: int = -1  # -1: one CTA per tile; 0: as many as stay resident; n: at most n
     changed: tuple = field(default_factory=tuple)  # the decisions changed from the first one
 
     @staticmethod
@@ -96,12 +99,35 @@ class Schedule:
                  f"k slices must be 1..64, not {slices!r}")
         return self._with("split_k", k_slices=slices)
 
+    def with_raster_bands(self, rows: int) -> "Schedule":
+        """CTAs walk the tiles in bands of `rows` tile rows (1..256; 1 = row-major), so the
+        CTAs resident together read few rows of A and columns of B and L2 serves the rest."""
+        _require(isinstance(rows, int) and 1 <= rows <= 256,
+                 f"raster band rows must be 1..256, not {rows!r}")
+        return self._with("raster", raster_rows=rows)
+
+    def with_staged_store(self) -> "Schedule":
+        """The epilogue writes the tile to shared memory (over the ring, once it is read) and
+        stores it to global in whole 16-byte row chunks."""
+        return self._with("store", staged_store=True)
+
+    def persistent(self, max_ctas: int = 0) -> "Schedule":
+        """Persistent CTAs: each walks several tiles with one TMA ring that runs on across them
+        (max_ctas bounds the launch, 0 = as many as stay resident; up to 2^20)."""
+        _require(isinstance(max_ctas, int) and 0 <= max_ctas <= 1 << 20,
+                 f"max_ctas must be 0..2^20, not {max_ctas!r}")
+        return self._with("work", persistent_ctas=max_ctas)
+
     def label(self) -> str:
         repr_ = (f"pad{self.padding_elements}" if self.smem == "ROW_MAJOR"
                  else "swz" + self.smem[len("SWIZZLE_"):-1])
         return (f"{self.tile_m}x{self.tile_n}x{self.tile_k} w{self.warp_rows}x{self.warp_cols} "
                 f"s{self.stages} {repr_}" + (" tma" if self.transfer == "tma" else "")
-                + (f" k{self.k_slices}" if self.k_slices > 1 else ""))
+                + (f" k{self.k_slices}" if self.k_slices > 1 else "")
+                + (f" g{self.raster_rows}" if self.raster_rows > 1 else "")
+                + (" st" if self.staged_store else "")
+                + ("" if self.persistent_ctas < 0
+                   else f" p{self.persistent_ctas}" if self.persistent_ctas else " p"))
 
     def module(self) -> ir_pb2.Module:
         """The schedule as the IR proto."""
@@ -110,6 +136,16 @@ class Schedule:
                  f"{self.warp_cols} warps into whole mma tiles")
         _require(self.transfer != "tma" or self.smem != "ROW_MAJOR",
                  "a TMA ring needs swizzled stages (with_swizzle): TMA cannot write padded rows")
+        _require(self.persistent_ctas < 0 or (self.transfer == "tma" and self.k_slices == 1),
+                 "persistent CTAs need a TMA ring (pipeline(..., transfer='tma')) and no split-K")
+        _require(not self.staged_store or (self.k_slices == 1 and self.persistent_ctas < 0),
+                 "a staged store is not combined with split-K or persistent CTAs")
+        tiles = (f'output: "C" tile_m: {self.tile_m} tile_n: {self.tile_n}'
+                 + (f" k_slices: {self.k_slices} k_merge: K_MERGE_ORDERED_WORKSPACE"
+                    if self.k_slices > 1 else "")
+                 + (f" raster_group_m: {self.raster_rows}" if self.raster_rows > 1 else ""))
+        work = (f"static_tiles {{ {tiles} }}" if self.persistent_ctas < 0
+                else f"persistent {{ tiles {{ {tiles} }} max_ctas: {self.persistent_ctas} }}")
         m = ir_pb2.Module()
         text_format.Parse(_TEMPLATE.format(
             name=self.name, target=ir_pb2.Arch.Name(_TARGETS[self.target]),
@@ -120,8 +156,7 @@ class Schedule:
             smem=self.smem,
             pad=(f" padding_elements: {self.padding_elements}" if self.smem == "ROW_MAJOR"
                  else ""),
-            split=(f" k_slices: {self.k_slices} k_merge: K_MERGE_ORDERED_WORKSPACE"
-                   if self.k_slices > 1 else "")), m)
+            work=work, staged=" stage_in_shared: true" if self.staged_store else ""), m)
         return m
 
     def text(self) -> str:
@@ -165,7 +200,7 @@ kernels {{
   buffers {{ name: "b_stage" space: SHARED dtype: BF16 pipeline: "ab" alignment_bytes: 128
     shape {{ dims {{ size: {tn} }} dims {{ size: {tk} }} }}
     representation {{ kind: {smem}{pad} }} }}
-  work {{ name: "tiles" static_tiles {{ output: "C" tile_m: {tm} tile_n: {tn}{split} }} }}
+  work {{ name: "tiles" {work} }}
   ops {{ id: "main" role_region {{ role: "compute" }}
     body {{ id: "tile_loop" for_each_tile {{ work: "tiles" }}
       body {{ id: "k_loop" for_k_tiles {{ k: "K" extent: {tk} }}
@@ -180,7 +215,7 @@ kernels {{
           body {{ id: "release" release {{ pipeline: "ab" }} }}
         }}
       }}
-      body {{ id: "store" store_accumulator {{ acc: "acc" dst: "C" cast: BF16 mask: MASK_BOUNDS }} }}
+      body {{ id: "store" store_accumulator {{ acc: "acc" dst: "C" cast: BF16 mask: MASK_BOUNDS{staged} }} }}
     }}
   }}
 }}
