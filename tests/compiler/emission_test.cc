@@ -365,7 +365,8 @@ TEST(Emission, PersistentCtasWalkTilesWithOneRing) {
   const std::string& text = r.source->text;
   for (const char* piece :
        {"for (int local = 0; local < my_tiles; ++local) {", "const int g = local * k_tiles + kt;",
-        "g + kStages < steps", "produce(stage, g + kStages)", "TileOrigin(g / k_tiles, pm0, pn0);",
+        "g + kStages < steps", "produce(stage, g + kStages)",
+        "TileOrigin(blockIdx.x + (long long)(g / k_tiles) * gridDim.x, pm0, pn0);",
         "}  // the next tile of this CTA"})
     EXPECT_NE(text.find(piece), std::string::npos) << piece;
   EXPECT_EQ(text.find("kt + kStages < k_tiles"), std::string::npos);

@@ -66,15 +66,9 @@ LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
     // CTAs launch in row-major grid order; the bands keep those resident together on a few
     // rows of A and columns of B (L2 hits instead of DRAM reads). A bijection of the grid, so
     // every tile is still computed once, and split-K's slices of a tile (grid z) stay together.
-    // The CTA's band is its grid row's; its place in the band counts launch order (64-bit: a
-    // band holds kRasterGroupM x gridDim.x CTAs).
-    w.Line(absl::StrCat("  constexpr int kRasterGroupM = ", p.raster_group_m, ";"));
-    w.Line("  const int band_m = int(blockIdx.y) / kRasterGroupM * kRasterGroupM;");
-    w.Line("  const int band_rows = min(int(gridDim.y) - band_m, kRasterGroupM);");
-    w.Line("  const long long in_band =");
-    w.Line("      (long long)(int(blockIdx.y) - band_m) * gridDim.x + blockIdx.x;");
-    w.Line("  const int m0 = (band_m + int(in_band % band_rows)) * kTileM;");
-    w.Line("  const int n0 = int(in_band / band_rows) * kTileN;");
+    EmitTileOrigin(p, "int(gridDim.y)", "int(gridDim.x)", w);
+    w.Line("  int m0, n0;");
+    w.Line("  TileOrigin((long long)blockIdx.y * gridDim.x + blockIdx.x, m0, n0);");
   } else {
     w.Line("  const int m0 = blockIdx.y * kTileM, n0 = blockIdx.x * kTileN;");
   }

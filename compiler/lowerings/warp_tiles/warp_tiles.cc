@@ -167,10 +167,9 @@ void EmitZeroAccumulator(SourceWriter& w) {
 }
 
 // Persistent: CTA blockIdx.x walks tiles blockIdx.x, + gridDim.x, ... (the launch starts no
-// more CTAs than stay resident), numbered row-major or in bands of kRasterGroupM tile rows as
-// the static grid would be; `steps` counts its k-tiles over all of them.
+// more CTAs than stay resident), in the static grid's order (EmitTileOrigin); `steps` counts
+// its k-tiles over all of them.
 void EmitPersistentTiles(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& w) {
-  w.Line(absl::StrCat("  constexpr int kRasterGroupM = ", std::max(t.raster_group_m, 1), ";"));
   Lines(
       w,
       absl::StrReplaceAll(
@@ -178,16 +177,9 @@ void EmitPersistentTiles(const WarpTiles& t, const MainloopTerms& terms, SourceW
   const long long tiles = (long long)tiles_m * tiles_n;
   const int my_tiles = blockIdx.x < tiles ? int((tiles - 1 - blockIdx.x) / gridDim.x) + 1 : 0;
   if ((long long)my_tiles * k_tiles > 0x7fffffff) __trap();  // steps count in 32 bits
-  const int steps = my_tiles * k_tiles;
-  auto TileOrigin = [&](int local, int& tile_m0, int& tile_n0) {
-    const long long tile = blockIdx.x + (long long)local * gridDim.x;
-    const int band_m = int(tile / ((long long)kRasterGroupM * tiles_n)) * kRasterGroupM;
-    const int band_rows = min(tiles_m - band_m, kRasterGroupM);
-    const long long in_band = tile - (long long)band_m * tiles_n;
-    tile_m0 = (band_m + int(in_band % band_rows)) * kTileM;
-    tile_n0 = int(in_band / band_rows) * kTileN;
-  };)cuda",
+  const int steps = my_tiles * k_tiles;)cuda",
           {{"ROWS_A", terms.a_rows}, {"ROWS_B", terms.b_rows}}));
+  EmitTileOrigin(t, "tiles_m", "tiles_n", w);
 }
 
 void EmitCpAsyncProducer(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& w) {
@@ -296,7 +288,8 @@ void EmitTmaProducer(const WarpTiles& t, const MainloopTerms& terms, SourceWrite
     w.Line("  auto produce = [&](int stage, int g) {  // thread 0 only: step g of this CTA");
     w.Line("    const int kt = g % k_tiles;");
     w.Line(absl::StrCat("    int ", terms.a_row0, ", ", terms.b_row0, ";"));
-    w.Line(absl::StrCat("    TileOrigin(g / k_tiles, ", terms.a_row0, ", ", terms.b_row0, ");"));
+    w.Line(absl::StrCat("    TileOrigin(blockIdx.x + (long long)(g / k_tiles) * gridDim.x, ",
+                        terms.a_row0, ", ", terms.b_row0, ");"));
   } else {
     w.Line("  auto produce = [&](int stage, int kt) {  // thread 0 only");
   }
@@ -494,7 +487,7 @@ void EmitTmaKLoop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& 
     // This CTA's tiles, one after another; the tile loop stays open for the epilogue, which the
     // operation's lowering emits and closes (the ring meanwhile fills the next tile).
     Lines(w, R"cuda(  for (int local = 0; local < my_tiles; ++local) {
-  TileOrigin(local, m0, n0);)cuda");
+  TileOrigin(blockIdx.x + (long long)local * gridDim.x, m0, n0);)cuda");
     EmitZeroAccumulator(w);
     Lines(w, R"cuda(  for (int kt = 0; kt < k_tiles; ++kt) {
     const int g = local * k_tiles + kt;  // the ring's step: it runs on across tiles
@@ -620,6 +613,23 @@ void EmitKLoop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& w) 
 }
 
 }  // namespace
+
+void EmitTileOrigin(const WarpTiles& t, const std::string& tiles_m, const std::string& tiles_n,
+                    SourceWriter& w) {
+  // The band of a tile is its launch-order index over kRasterGroupM x tiles_n; inside the band
+  // tiles go down each column first. A bijection of the tiles (64-bit: a band may hold more
+  // than INT_MAX of them on a very wide grid).
+  w.Line(absl::StrCat("  constexpr int kRasterGroupM = ", std::max(t.raster_group_m, 1), ";"));
+  Lines(w, absl::StrReplaceAll(
+               R"cuda(  auto TileOrigin = [&](long long tile, int& tile_m0, int& tile_n0) {
+    const int band_m = int(tile / ((long long)kRasterGroupM * TILES_N)) * kRasterGroupM;
+    const int band_rows = min(TILES_M - band_m, kRasterGroupM);
+    const long long in_band = tile - (long long)band_m * TILES_N;
+    tile_m0 = (band_m + int(in_band % band_rows)) * kTileM;
+    tile_n0 = int(in_band / band_rows) * kTileN;
+  };)cuda",
+               {{"TILES_M", tiles_m}, {"TILES_N", tiles_n}}));
+}
 
 void EmitWarpMainloop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& w) {
   w.Line("  float acc[kFragsM][kFragsN][4];");

@@ -119,6 +119,10 @@ std::vector<LoweredKernel::Form> WarpMainloopForms(const WarpTiles& t);
 // Namespace-scope constants (kTileM ... kChunksPerRow), the staging offset functions and the
 // cp.async chunk copy.
 void EmitWarpTileConstants(const WarpTiles& t, SourceWriter& w);
+// `TileOrigin(tile, m0, n0)`: the origin of the tile at launch-order index `tile` of a
+// tiles_m x tiles_n grid, row-major or in bands of raster_group_m tile rows (kRasterGroupM).
+void EmitTileOrigin(const WarpTiles& t, const std::string& tiles_m, const std::string& tiles_n,
+                    SourceWriter& w);
 // `float acc[kFragsM][kFragsN][4]` zeroed, then the pipelined k loop (produce, consume, release).
 // Persistent: the tile loop around the k loop (TileOrigin sets m0, n0, the accumulator is zeroed
 // per tile) is left open for the caller's epilogue, which must close it.
