@@ -402,8 +402,10 @@ void EmitTmaRelease(const WarpTiles& t, SourceWriter& w) {
   w.Begin(t.op_release);
   Lines(
       w,
-      R"cuda(        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(empty_bar + stage * 8)
-                     : "memory");)cuda");
+      R"cuda(        __syncwarp();  // the warp's reads of the slot are ordered before lane 0's release
+        if (lane == 0)
+          asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(empty_bar + stage * 8)
+                       : "memory");)cuda");
   w.End(t.op_release);
   if (t.warp_specialized) return;  // the loader warp refills
   Lines(w, InSteps(t, R"cuda(        if (tid == 0 && kt + kStages < k_tiles) {
@@ -414,16 +416,19 @@ void EmitTmaRelease(const WarpTiles& t, SourceWriter& w) {
 }
 
 // The TMA protocol. Slot s has two mbarriers: full[s] (arrival count 1, the producer's
-// arrive.expect_tx, plus both boxes' transaction bytes) and empty[s] (one arrival per thread).
+// arrive.expect_tx, plus both boxes' transaction bytes) and empty[s] (one arrival per consumer
+// warp).
 // Generation g of slot s holds tile s + g * S: it is Ready when full[s] completes its phase of
-// parity g & 1, and Free when empty[s] does. A consumer arrives on empty[s] once its last
-// ldmatrix of the tile is issued: the arrive has release semantics, so those reads are performed
-// before any thread can observe the phase (a CTA barrier would not order them against the TMA
-// unit's writes, which are not in the threads' shared-memory pipe). Thread 0, also the producer,
+// parity g & 1, and Free when empty[s] does. A consumer warp arrives on empty[s] once its last
+// ldmatrix of the tile is issued: __syncwarp orders every lane's reads before lane 0's arrive,
+// whose release semantics are cumulative, so those reads are performed before any thread can
+// observe the phase (a CTA barrier would not order them against the TMA unit's writes, which are
+// not in the threads' shared-memory pipe). One arrive per warp, not per thread, so a slot's
+// release costs the barrier warps updates, not threads. Thread 0, also the producer,
 // waits for that phase (acquire), fences the async proxy behind it and refills the slot with tile
 // kt + S. The next tile's wait and first fragments overlap the last step's mma.
 // With a loader warp (warp-specialized) the protocol is the same, split by role: empty[s] counts
-// the compute threads only; the loader's lane 0 fills tiles 0..S-1, then before tile kt (kt >= S)
+// the compute warps only; the loader's lane 0 fills tiles 0..S-1, then before tile kt (kt >= S)
 // waits for the compute threads' release of the slot's previous generation (parity of
 // generation kt/S - 1), fences the async proxy and refills; the loader warp then leaves (its
 // copies complete on the full barriers, which the compute warps wait for before exiting).
@@ -445,7 +450,7 @@ void EmitTmaKLoop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& 
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();)cuda",
-          {{"CONSUMERS", t.warp_specialized ? "kComputeThreads" : "kThreads"}}));
+          {{"CONSUMERS", t.warp_specialized ? "kComputeThreads / 32" : "kThreads / 32"}}));
   if (t.warp_specialized) {
     w.Begin(t.op_loader_role);
     w.Begin(t.op_loader_tiles);
