@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Schedules of the staged GEMM family compared in SM cycles, not time: Nsight Compute
 # (--clock-control none) on each schedule's timed launches (the correctness check's launch
-# skipped), with elapsed cycles, SM clock, DRAM throughput and L2 hit rate per launch. The SM
+# skipped), with elapsed cycles, SM clock, DRAM throughput and L2 hit rate per launch (the CSVs
+# also hold warp stall reasons and pipe utilization). The SM
 # clock of a GEMM on an H100/H200 moves with its power draw (1.4-1.9 GHz seen in one bench run),
 # so wall-clock ratios between two schedules mix their speed with the clock each one drew;
 # cycles do not. Usage: gemm_cycles.sh SHAPE "DESCRIPTION" ["DESCRIPTION"...] (exact
@@ -21,7 +22,8 @@ for schedule in "$@"; do
   i=$((i + 1))
   csv="$out/cycles_${shape}_$i.csv"
   "$ncu" --clock-control none --kernel-name regex:cake_gemm --launch-skip 1 --launch-count 4 \
-    --section SpeedOfLight --section MemoryWorkloadAnalysis --csv --page details \
+    --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+    --section ComputeWorkloadAnalysis --csv --page details \
     ./build/device/bin/cake-gemm-bench --only "$schedule" --shapes "$shape" --rounds 3 \
     --block-ms 1 > "$csv" 2> "$out/cycles_${shape}_$i.log"
   echo "$schedule" > "$csv.name"

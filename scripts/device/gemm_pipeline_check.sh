@@ -13,7 +13,7 @@ export CAKE_WORKER="$PWD/build/device/bin/cake-worker" CAKE_SOURCE_DIR="$PWD"
 status=0
 bench=1
 if [ "${1:-}" = "--no-bench" ]; then bench=0; shift; fi
-proofs='HopperWitness.ReuseBeforeRelease*:HopperWitness.UnmergedSplitK*'
+proofs='HopperWitness.ReuseBeforeRelease*:HopperWitness.UnmergedSplitK*:HopperWitness.TmaIntoPaddedStage*'
 legal="-$proofs"
 ./build/device/bin/hopper_witness_test > "$out/witness.log" 2>&1 || status=1
 echo "hopper_witness_test: $(tail -1 "$out/witness.log")"

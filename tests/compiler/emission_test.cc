@@ -147,6 +147,59 @@ TEST(Emission, ReleaseBeforeTheLastReadIsRejectedAndOnlyUncheckedLowersIt) {
   EXPECT_EQ(std::regex_replace(after_loads, kHash, "H"), std::regex_replace(last, kHash, "H"));
 }
 
+// A TMA box lands dense: a padded row-major stage is rejected (DIAG_PIPE_TMA_LAYOUT) and lowered
+// only with the pipeline rules unchecked, as written (the GPU witness shows it going wrong). A
+// dense row-major stage is legal and takes the box unswizzled. The barrier's transaction bytes
+// are the boxes' bytes, not the stage's.
+TEST(Emission, TmaIntoAPaddedStageIsRejectedAndOnlyUncheckedLowersIt) {
+  const auto sm90 = *compiler::TargetByName("sm_90");
+  workloads::gemm_bf16::WarpGemmParams p;
+  p.tile_m = 128, p.tile_n = 128, p.tile_k = 64, p.warps_m = 2, p.warps_n = 2, p.stages = 3;
+  p.smem = ir::Representation::ROW_MAJOR, p.padding = 8, p.transfer = ir::TMA;
+  compiler::ParsedModule padded;
+  padded.module = workloads::gemm_bf16::MakeWarpGemm(p);
+  auto checked = compiler::Emit(padded, *sm90);
+  EXPECT_FALSE(checked.source.has_value());
+  bool diagnosed = false;
+  for (const auto& d : checked.analysis.diagnostics())
+    diagnosed |= d.id() == report::DIAG_PIPE_TMA_LAYOUT;
+  EXPECT_TRUE(diagnosed);
+
+  compiler::AnalyzeOptions unchecked;
+  unchecked.unchecked_passes = {"pipelines"};
+  auto forced = compiler::Emit(padded, *sm90, unchecked);
+  ASSERT_TRUE(forced.source.has_value());
+  const std::string& text = forced.source->text;
+  EXPECT_NE(text.find("kRowA = kTileK + 8, kRowB = kTileK + 8"), std::string::npos);
+  EXPECT_NE(text.find("kTmaBytes = 16384 + 16384;"), std::string::npos)
+      << "the transaction bytes must be the boxes', not the padded stages' (18432 each)";
+  EXPECT_NE(text.find("kStageBytesA = 18432"), std::string::npos);
+
+  compiler::ParsedModule dense;
+  p.padding = 0;
+  dense.module = workloads::gemm_bf16::MakeWarpGemm(p);
+  auto legal = compiler::Emit(dense, *sm90);
+  ASSERT_TRUE(legal.source.has_value()) << compiler::ToJson(legal.analysis);
+  int maps = 0;
+  for (const auto& arg : legal.source->launch.args()) {
+    if (arg.kind() != report::LaunchSpec::Arg::TENSOR_MAP) continue;
+    ++maps;
+    EXPECT_EQ(arg.swizzle_bytes(), 0) << arg.name() << ": a row-major stage takes the box as is";
+  }
+  EXPECT_EQ(maps, 2);
+  // The swizzled point keeps the 128-byte pattern.
+  p.smem = ir::Representation::SWIZZLE_128B;
+  compiler::ParsedModule swizzled;
+  swizzled.module = workloads::gemm_bf16::MakeWarpGemm(p);
+  auto sw = compiler::Emit(swizzled, *sm90);
+  ASSERT_TRUE(sw.source.has_value());
+  for (const auto& arg : sw.source->launch.args()) {
+    if (arg.kind() == report::LaunchSpec::Arg::TENSOR_MAP) {
+      EXPECT_EQ(arg.swizzle_bytes(), 128);
+    }
+  }
+}
+
 TEST(Emission, MayAliasForbidsRestrict) {
   compiler::ParsedModule m;
   m.module = workloads::gemm_bf16::MakeWarpGemm({});

@@ -373,6 +373,31 @@ TEST_F(HopperWitness, ReuseBeforeReleaseGoesWrongOnTheGpu) {
             << " shapes wrong; legal twin " << legal_failures << " wrong\n";
 }
 
+// DIAG_PIPE_TMA_LAYOUT guards a real hazard: a TMA box lands dense, so a padded row-major stage
+// reads other bytes than the box wrote. Rejected; forced through lowering with the pipeline
+// pass unrun, the consumers read rows at the padded pitch. The twin differs only in the padding
+// (a dense row-major stage, the box unswizzled) and must be exact.
+TEST_F(HopperWitness, TmaIntoPaddedStageGoesWrongOnTheGpu) {
+  WarpGemmParams p;
+  p.tile_m = 128, p.tile_n = 128, p.tile_k = 64, p.warps_m = 2, p.warps_n = 2, p.stages = 3;
+  p.smem = ir::Representation::ROW_MAJOR, p.padding = 8, p.transfer = ir::TMA;
+  const ir::Module padded = workloads::gemm_bf16::MakeWarpGemm(p);
+  ExpectRejectedWith(padded, report::DIAG_PIPE_TMA_LAYOUT);
+
+  static const Shape kLayoutShapes[] = {{256, 256, 512}, {384, 128, 1024}, {200, 136, 256}};
+  int padded_failures = 0;
+  RunModule(padded, p, kLayoutShapes, {"pipelines"}, &padded_failures);
+  WarpGemmParams dense = p;
+  dense.padding = 0;
+  int dense_failures = 0;
+  RunModule(workloads::gemm_bf16::MakeWarpGemm(dense), dense, kLayoutShapes, {}, &dense_failures);
+  EXPECT_EQ(dense_failures, 0) << "the dense row-major twin must be exact";
+  EXPECT_EQ(padded_failures, int(std::size(kLayoutShapes)))
+      << "a padded stage under a dense box gave right results on some shape";
+  std::cout << "TMA into a padded stage: " << padded_failures << " of " << std::size(kLayoutShapes)
+            << " shapes wrong; dense twin " << dense_failures << " wrong\n";
+}
+
 // Split-K merged through the workspace, for both transfer forms, with slice counts that leave
 // the last slices short or empty (K = 8 is one k-tile). The kernel object persists across the
 // shapes, so its workspace is grown and its counters reused as the shapes change.

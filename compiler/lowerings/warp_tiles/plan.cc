@@ -292,9 +292,10 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
     if (b.pipeline() != pipe.name())
       return Unsupported(lowering, "stage buffers belong to the pipeline");
     // A TMA box lands dense, in the tensor map's swizzle; ldmatrix then reads it with the same
-    // pattern (SwizzleExpr is TMA's 64 B / 128 B pattern for 64 B / 128 B rows).
-    if (t.transfer == ir::TMA && *kind == ir::Representation::ROW_MAJOR)
-      return Unsupported(lowering, "TMA stages must be SWIZZLE_64B or SWIZZLE_128B");
+    // pattern (SwizzleExpr is TMA's 64 B / 128 B pattern for 64 B / 128 B rows; a row-major
+    // stage takes the box unswizzled). A padded row-major stage reads other bytes than the box
+    // wrote: analysis rejects it (DIAG_PIPE_TMA_LAYOUT); lowered only with the pipeline rules
+    // unchecked, as written, so that rule's hazard can be shown on a GPU.
     if (t.transfer == ir::TMA && rows > 256)
       return Unsupported(lowering, "a TMA box has at most 256 rows");
     return absl::OkStatus();
@@ -324,9 +325,9 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
     for (int64_t v : {t.a_offset, t.a_stage_bytes, t.b_offset, t.b_stage_bytes})
       if (v % atom != 0)
         return Unsupported(lowering, absl::StrCat("TMA stages must be ", atom, "-byte aligned"));
-    if (t.a_stage_bytes != int64_t{t.tile_m} * t.tile_k * 2 ||
-        t.b_stage_bytes != int64_t{t.tile_n} * t.tile_k * 2)
-      return Unsupported(lowering, "TMA stages must be exactly one box");
+    if (t.a_stage_bytes != int64_t{t.tile_m} * (t.tile_k + t.a_padding) * 2 ||
+        t.b_stage_bytes != int64_t{t.tile_n} * (t.tile_k + t.b_padding) * 2)
+      return Unsupported(lowering, "TMA stages must be exactly one box (plus padding)");
     t.barrier_offset = t.shared.total_bytes - t.shared.barrier_bytes;
     if (t.shared.barrier_bytes < 16 * t.stages || t.barrier_offset % 8 != 0)
       return Unsupported(lowering, "no mbarrier storage planned for the TMA stages");

@@ -52,7 +52,9 @@ report::LaunchSpec::Arg TmaLaunchArg(const WarpTiles& t, const std::string& tens
   a.set_box_rows(box_rows);
   a.set_box_cols(t.tile_k);
   a.set_element_bytes(2);
-  a.set_swizzle_bytes(t.tile_k * 2);
+  // The stage's swizzle span (a row of the box); a row-major stage takes the box unswizzled.
+  const ir::Representation::Kind kind = tensor == t.a ? t.a_repr : t.b_repr;
+  a.set_swizzle_bytes(kind == ir::Representation::ROW_MAJOR ? 0 : t.tile_k * 2);
   return a;
 }
 
@@ -116,9 +118,12 @@ void EmitWarpTileConstants(const WarpTiles& t, SourceWriter& w) {
   if (t.transfer == ir::TMA) {
     w.Line(absl::StrCat("constexpr uint32_t kBarrierOffset = ", t.barrier_offset,
                         ";  // full[kStages], then empty[kStages] (8-byte mbarriers)"));
-    Lines(
-        w,
-        R"cuda(constexpr uint32_t kTmaBytes = kStageBytesA + kStageBytesB;  // both boxes of a stage
+    // The bytes the two boxes deliver (the transfer's geometry, not the stage's size: a padded
+    // stage holds more).
+    w.Line(absl::StrCat("constexpr uint32_t kTmaBytes = ", int64_t{t.tile_m} * t.tile_k * 2, " + ",
+                        int64_t{t.tile_n} * t.tile_k * 2, ";  // both boxes of a stage"));
+    Lines(w,
+          R"cuda(
 
 // A CUtensorMap, built by the launcher and passed by value (__grid_constant__).
 struct __align__(64) TensorMap {
