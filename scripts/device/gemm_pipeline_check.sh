@@ -13,6 +13,7 @@ export CAKE_WORKER="$PWD/build/device/bin/cake-worker" CAKE_SOURCE_DIR="$PWD"
 status=0
 bench=1
 if [ "${1:-}" = "--no-bench" ]; then bench=0; shift; fi
+describe_device > "$out/environment.txt"
 proofs='HopperWitness.ReuseBeforeRelease*:HopperWitness.UnmergedSplitK*:HopperWitness.TmaIntoPaddedStage*'
 legal="-$proofs"
 ./build/device/bin/hopper_witness_test > "$out/witness.log" 2>&1 || status=1
@@ -25,7 +26,7 @@ for tool in racecheck synccheck; do
     --gtest_filter="$legal" > "$out/sanitizer_$tool.log" 2>&1
   rc=$?
   [ $rc -ne 0 ] && status=1
-  echo "compute-sanitizer $tool over hopper_witness_test: exit $rc; $(grep -E 'ERROR SUMMARY' "$out/sanitizer_$tool.log" | tail -1)"
+  echo "compute-sanitizer $tool over hopper_witness_test: exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer_$tool.log" | tail -1)"
 done
 # Split-K's workspace indexing (partials and arrival counters) under memcheck.
 "$cs" --tool memcheck --error-exitcode 9 ./build/device/bin/hopper_witness_test \
