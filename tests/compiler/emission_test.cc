@@ -419,9 +419,13 @@ TEST(Emission, PersistentCtasWalkTilesWithOneRing) {
   for (const char* piece :
        {"for (int local = 0; local < my_tiles; ++local) {", "const int g = local * k_tiles + kt;",
         "g + kStages < steps", "produce(stage, g + kStages)",
-        "TileOrigin(blockIdx.x + (long long)(g / k_tiles) * gridDim.x, pm0, pn0);",
+        "if (kt == 0) TileOrigin(blockIdx.x + (long long)producer_local * gridDim.x, pm0, pn0);",
+        "if (++producer_kt == k_tiles) producer_kt = 0, ++producer_local;",
         "}  // the next tile of this CTA"})
     EXPECT_NE(text.find(piece), std::string::npos) << piece;
+  // The producer's tile origin comes from its cursor, once per tile: no division per step.
+  EXPECT_EQ(text.find("g / k_tiles"), std::string::npos);
+  EXPECT_EQ(text.find("g % k_tiles"), std::string::npos);
   EXPECT_EQ(text.find("kt + kStages < k_tiles"), std::string::npos);
   EXPECT_EQ(EmitParams(p, "sm_90"), text);
   EXPECT_FALSE(

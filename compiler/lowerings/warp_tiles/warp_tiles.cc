@@ -289,12 +289,19 @@ void EmitCpAsyncProducer(const WarpTiles& t, const MainloopTerms& terms, SourceW
 void EmitTmaProducer(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& w) {
   w.Begin(t.op_produce);
   if (t.persistent) {
-    // A step's tile may be the next one: its origin comes from the step, not from m0/n0.
-    w.Line("  auto produce = [&](int stage, int g) {  // thread 0 only: step g of this CTA");
-    w.Line("    const int kt = g % k_tiles;");
-    w.Line(absl::StrCat("    int ", terms.a_row0, ", ", terms.b_row0, ";"));
-    w.Line(absl::StrCat("    TileOrigin(blockIdx.x + (long long)(g / k_tiles) * gridDim.x, ",
-                        terms.a_row0, ", ", terms.b_row0, ");"));
+    // A step's tile may be the next one: its origin comes from the producer's own cursor, not
+    // from m0/n0. produce runs for steps 0, 1, 2, ... in order, so the cursor advances by one
+    // k-tile per call and the origin (64-bit band arithmetic) is computed once per tile, not per
+    // step on thread 0's critical path.
+    w.Line(absl::StrCat("  int producer_kt = 0, producer_local = 0, ", terms.a_row0, " = 0, ",
+                        terms.b_row0, " = 0;  // thread 0's cursor"));
+    w.Line("  auto produce = [&](int stage, int /*step: the cursor's next*/) {  // thread 0 only");
+    w.Line("    const int kt = producer_kt;");
+    w.Line(
+        absl::StrCat("    if (kt == 0) TileOrigin(blockIdx.x + (long long)producer_local * "
+                     "gridDim.x, ",
+                     terms.a_row0, ", ", terms.b_row0, ");"));
+    w.Line("    if (++producer_kt == k_tiles) producer_kt = 0, ++producer_local;");
   } else {
     w.Line("  auto produce = [&](int stage, int kt) {  // thread 0 only");
   }
