@@ -26,6 +26,7 @@ for schedule in "$@"; do
     --section ComputeWorkloadAnalysis --csv --page details \
     ./build/device/bin/cake-gemm-bench --only "$schedule" --shapes "$shape" --rounds 3 \
     --block-ms 1 > "$csv" 2> "$out/cycles_${shape}_$i.log"
+  sed -i "s#$PWD/#./#g" "$csv"  # ncu names the profiled binary by its absolute path
   echo "$schedule" > "$csv.name"
 done
 python3 - "$out" "$shape" <<'PY' | tee -a "$out/cycles.txt"
