@@ -362,7 +362,7 @@ void CheckGeneration(const KernelGraph& g, const ir::Pipeline& p, const OpNode& 
                                       : "the copies overrun the stage's transaction count");
 }
 
-// Barrier participation: the empty barrier counts every consumer thread's release and the full
+// Barrier participation: the empty barrier counts every consumer warp's release and the full
 // barrier one producer arrival per generation, so produce and consume (and the release inside it)
 // run on every thread of their role. Under a per-warp or per-thread branch the counts cannot be
 // met; under a CTA-uniform branch they are met only if the pipeline's partner regions take the same
