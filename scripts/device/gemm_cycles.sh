@@ -7,7 +7,7 @@
 # so wall-clock ratios between two schedules mix their speed with the clock each one drew;
 # cycles do not. Usage: gemm_cycles.sh SHAPE "DESCRIPTION" ["DESCRIPTION"...] (exact
 # descriptions, as cake-gemm-bench prints them). Writes environment.txt, cycles_*.csv and
-# cycles.txt under $OUT.
+# cycles.txt under $OUT; with SMEM=1 also smem_*.csv (shared-memory and tensor-pipe utilization).
 set -uo pipefail
 . "$(dirname "$0")/env.sh"
 shape=${1:?usage: gemm_cycles.sh MxNxK DESCRIPTION...}
@@ -28,6 +28,23 @@ for schedule in "$@"; do
     --block-ms 1 > "$csv" 2> "$out/cycles_${shape}_$i.log"
   sed -i "s#$PWD/#./#g" "$csv"  # ncu names the profiled binary by its absolute path
   echo "$schedule" > "$csv.name"
+  if [ "${SMEM:-0}" = 1 ]; then
+    # Shared-memory and tensor-pipe utilization, to test whether ldmatrix reads plus TMA writes
+    # bound a 64x64-warp-tile mma.sync GEMM. Only metrics this ncu knows for the chip are asked
+    # for (an unknown name would abort the whole profile).
+    known=$("$ncu" --query-metrics --chip "${NCU_CHIP:-gh100}" 2>/dev/null | awk '{print $1}')
+    metrics=""
+    for base in l1tex__data_pipe_lsu_wavefronts_mem_shared l1tex__data_bank_reads \
+      l1tex__data_bank_writes sm__pipe_tensor_op_hmma_cycles_active sm__pipe_shared_cycles_active \
+      l1tex__data_bank_conflicts_pipe_lsu_mem_shared; do
+      grep -qx "$base" <<< "$known" && metrics="$metrics,$base.avg.pct_of_peak_sustained_elapsed"
+    done
+    [ -n "$metrics" ] && "$ncu" --clock-control none --kernel-name regex:cake_gemm \
+      --launch-skip 1 --launch-count 1 --metrics "${metrics#,}" --csv --page raw \
+      ./build/device/bin/cake-gemm-bench --only "$schedule" --shapes "$shape" --rounds 3 \
+      --block-ms 1 > "$out/smem_${shape}_$i.csv" 2>> "$out/cycles_${shape}_$i.log"
+    [ -f "$out/smem_${shape}_$i.csv" ] && sed -i "s#$PWD/#./#g" "$out/smem_${shape}_$i.csv"
+  fi
 done
 python3 - "$out" "$shape" <<'PY' | tee -a "$out/cycles.txt"
 import csv, glob, os, statistics, sys
