@@ -115,19 +115,24 @@ compiler::ParsedModule TmaWithReleaseAt(int release_at) {
   return m;
 }
 
-TEST(Emission, ReleaseBeforeTheLastReadIsRejectedAndOnlyUncheckedLowersIt) {
+// `m` is rejected for sm_90 with `id` and emits nothing; returns its emission with `pass`
+// unchecked (test-only), which lowers the schedule as written.
+compiler::EmitResult RejectedThenForced(const compiler::ParsedModule& m, report::DiagId id,
+                                        const std::string& pass) {
   const auto sm90 = *compiler::TargetByName("sm_90");
-  const compiler::ParsedModule early = TmaWithReleaseAt(1);  // load_a, release, load_b, mma
-  auto checked = compiler::Emit(early, *sm90);
+  auto checked = compiler::Emit(m, *sm90);
   EXPECT_FALSE(checked.source.has_value());
   bool diagnosed = false;
-  for (const auto& d : checked.analysis.diagnostics())
-    diagnosed |= d.id() == report::DIAG_PIPE_REUSE_BEFORE_RELEASE;
-  EXPECT_TRUE(diagnosed);
-
+  for (const auto& d : checked.analysis.diagnostics()) diagnosed |= d.id() == id;
+  EXPECT_TRUE(diagnosed) << report::DiagId_Name(id);
   compiler::AnalyzeOptions unchecked;
-  unchecked.unchecked_passes = {"pipelines"};
-  auto forced = compiler::Emit(early, *sm90, unchecked);
+  unchecked.unchecked_passes = {pass};
+  return compiler::Emit(m, *sm90, unchecked);
+}
+
+TEST(Emission, ReleaseBeforeTheLastReadIsRejectedAndOnlyUncheckedLowersIt) {
+  const compiler::ParsedModule early = TmaWithReleaseAt(1);  // load_a, release, load_b, mma
+  auto forced = RejectedThenForced(early, report::DIAG_PIPE_REUSE_BEFORE_RELEASE, "pipelines");
   ASSERT_TRUE(forced.source.has_value());
   EXPECT_NE(forced.source->text.find("if (ks == 0) {"), std::string::npos)
       << "the early release is not lowered where the schedule puts it";
@@ -158,16 +163,7 @@ TEST(Emission, TmaIntoAPaddedStageIsRejectedAndOnlyUncheckedLowersIt) {
   p.smem = ir::Representation::ROW_MAJOR, p.padding = 8, p.transfer = ir::TMA;
   compiler::ParsedModule padded;
   padded.module = workloads::gemm_bf16::MakeWarpGemm(p);
-  auto checked = compiler::Emit(padded, *sm90);
-  EXPECT_FALSE(checked.source.has_value());
-  bool diagnosed = false;
-  for (const auto& d : checked.analysis.diagnostics())
-    diagnosed |= d.id() == report::DIAG_PIPE_TMA_LAYOUT;
-  EXPECT_TRUE(diagnosed);
-
-  compiler::AnalyzeOptions unchecked;
-  unchecked.unchecked_passes = {"pipelines"};
-  auto forced = compiler::Emit(padded, *sm90, unchecked);
+  auto forced = RejectedThenForced(padded, report::DIAG_PIPE_TMA_LAYOUT, "pipelines");
   ASSERT_TRUE(forced.source.has_value());
   const std::string& text = forced.source->text;
   EXPECT_NE(text.find("kRowA = kTileK + 8, kRowB = kTileK + 8"), std::string::npos);
