@@ -60,3 +60,80 @@ __device__ __forceinline__ void Run(float* out, int iters) {
 extern "C" __global__ void cake_mma_ceiling_4(float* out, int iters) { Run<4>(out, iters); }
 extern "C" __global__ void cake_mma_ceiling_8(float* out, int iters) { Run<8>(out, iters); }
 extern "C" __global__ void cake_mma_ceiling_16(float* out, int iters) { Run<16>(out, iters); }
+
+// The same rate with the operands fed as a staged GEMM feeds them: eight warps on a 128x256
+// CTA tile of 64x64 warp tiles (2x4), each k step of 16 loading its A and B fragments with
+// ldmatrix.x4 from a 128-byte-swizzled shared stage (bank-conflict free) while the previous
+// step's 32 mma.sync issue, exactly the family's inner loop, but with no global traffic, no
+// barrier and no epilogue. Its rate bounds what a 64x64-warp-tile mma.sync GEMM can reach on
+// this chip: shared-memory reads per mma are fixed by the warp tile. (Measured on sm_90; the
+// sm_120 build spills 72 bytes, so it is no bound there.)
+namespace {
+
+constexpr int kFedWarpsN = 4, kFedThreads = 256, kFedTileM = 128, kFedTileN = 256, kFedK = 64;
+
+__device__ __forceinline__ uint32_t FedOffset(int row, int chunk) {  // bytes in a 128 B row
+  return uint32_t(row * 128 + ((chunk ^ (row & 7)) * 16));
+}
+
+}  // namespace
+
+extern "C" __global__ void __launch_bounds__(kFedThreads, 1)
+    cake_mma_ldmatrix_ceiling(float* out, int iters) {
+  __shared__ __align__(1024) uint32_t stage[(kFedTileM + kFedTileN) * kFedK / 2];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  for (int i = tid; i < (kFedTileM + kFedTileN) * kFedK / 2; i += kFedThreads)
+    stage[i] = RandomBf16Pair(blockIdx.x * 65536u + uint32_t(i));
+  __syncthreads();
+  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(stage));
+  const uint32_t b_base = base + kFedTileM * 128;
+  const int warp_m = warp / kFedWarpsN, warp_n = warp % kFedWarpsN;
+  const int a_row = warp_m * 64 + (lane & 15),
+            b_row = warp_n * 64 + (lane & 7) + ((lane >> 4) << 3);
+  uint32_t a[2][4][4], b[2][8][2];
+  float acc[4][8][4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;
+  auto load = [&](int buf, int ks) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                   : "=r"(a[buf][i][0]), "=r"(a[buf][i][1]), "=r"(a[buf][i][2]), "=r"(a[buf][i][3])
+                   : "r"(base + FedOffset(a_row + i * 16, ks * 2 + (lane >> 4))));
+#pragma unroll
+    for (int j = 0; j < 8; j += 2)
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                   : "=r"(b[buf][j][0]), "=r"(b[buf][j][1]), "=r"(b[buf][j + 1][0]),
+                     "=r"(b[buf][j + 1][1])
+                   : "r"(b_base + FedOffset(b_row + j * 8, ks * 2 + ((lane >> 3) & 1))));
+  };
+  load(0, 0);
+  for (int it = 0; it < iters; ++it) {
+#pragma unroll
+    for (int ks = 0; ks < kFedK / 16; ++ks) {
+      load((ks + 1) & 1, (ks + 1) % (kFedK / 16));  // the next step's (the next tile's first)
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+          asm volatile(
+              "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+              "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+              : "+f"(acc[i][j][0]), "+f"(acc[i][j][1]), "+f"(acc[i][j][2]), "+f"(acc[i][j][3])
+              : "r"(a[ks & 1][i][0]), "r"(a[ks & 1][i][1]), "r"(a[ks & 1][i][2]),
+                "r"(a[ks & 1][i][3]), "r"(b[ks & 1][j][0]), "r"(b[ks & 1][j][1]));
+    }
+  }
+  float sum = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) sum += acc[i][j][r];
+  out[blockIdx.x * kFedThreads + tid] = sum;
+}
