@@ -437,9 +437,9 @@ void EmitTmaRelease(const WarpTiles& t, SourceWriter& w) {
 // observe the phase (a CTA barrier would not order them against the TMA unit's writes, which are
 // not in the threads' shared-memory pipe). One arrive per warp rather than per thread: fewer
 // barrier updates, though no different in SM cycles on sm_90 (evidence/gemm_bench/staged_store).
-// Thread 0, also the producer,
-// waits for that phase (acquire), fences the async proxy behind it and refills the slot with tile
-// kt + S. The next tile's wait and first fragments overlap the last step's mma.
+// Thread 0, also the producer, waits for that phase (acquire), fences the async proxy behind it
+// and refills the slot with tile kt + S. The next tile's wait and first fragments overlap the
+// last step's mma.
 // With a loader warp (warp-specialized) the protocol is the same, split by role: empty[s] counts
 // the compute warps only; the loader's lane 0 fills tiles 0..S-1, then before tile kt (kt >= S)
 // waits for the compute threads' release of the slot's previous generation (parity of
