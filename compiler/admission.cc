@@ -22,7 +22,7 @@ using ir::F32;
 // One row per instruction form. Verdicts are the ones ptxas 13.0 gives (tested); legacy FP8
 // mma.sync assembles for sm_90 but is emulated there (F2FP unpack + HMMA), so its speed is never
 // judged on the Hopper witness.
-const std::array<InstrDescriptor, 27> kTable = {{
+const std::array<InstrDescriptor, 26> kTable = {{
     {"mma.m16n8k16.bf16.f32",
      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
      {7, 0},
@@ -222,17 +222,6 @@ const std::array<InstrDescriptor, 27> kTable = {{
      false,
      std::nullopt,
      "mbarrier.try_wait.parity.shared::cta.b64 q0, [r0], r1;"},
-    {"mbarrier.test_wait.parity",
-     "mbarrier.test_wait.parity.shared::cta.b64",
-     {7, 1},
-     kAll,
-     P::kThread,
-     "reads a shared barrier phase without waiting",
-     "SYNCS",
-     "SYNCS",
-     false,
-     std::nullopt,
-     "mbarrier.test_wait.parity.shared::cta.b64 q0, [r0], r1;"},
     {"mbarrier.arrive.expect_tx",
      "mbarrier.arrive.expect_tx.shared::cta.b64",
      {8, 0},
@@ -383,8 +372,8 @@ std::vector<const InstrDescriptor*> InstructionsForTransfer(ir::Transfer transfe
       return {
           FindInstruction("cp.async.bulk.tensor.2d"),  FindInstruction("mbarrier.init"),
           FindInstruction("fence.mbarrier_init"),      FindInstruction("mbarrier.arrive.expect_tx"),
-          FindInstruction("mbarrier.try_wait.parity"), FindInstruction("mbarrier.test_wait.parity"),
-          FindInstruction("mbarrier.arrive"),          FindInstruction("fence.proxy.async")};
+          FindInstruction("mbarrier.try_wait.parity"), FindInstruction("mbarrier.arrive"),
+          FindInstruction("fence.proxy.async")};
     default:
       return {};
   }

@@ -414,7 +414,7 @@ TEST(Emission, PersistentCtasWalkTilesWithOneRing) {
   const std::string& text = r.source->text;
   for (const char* piece :
        {"for (int local = 0; local < my_tiles; ++local) {", "const int g = local * k_tiles + kt;",
-        "if (tid == 0 && g + kStages < steps) refill_slot(g);",
+        "g + kStages < steps", "produce(stage, g + kStages)",
         "if (kt == 0) TileOrigin(blockIdx.x + (long long)producer_local * gridDim.x, pm0, pn0);",
         "if (++producer_kt == k_tiles) producer_kt = 0, ++producer_local;",
         "}  // the next tile of this CTA"})

@@ -19,7 +19,10 @@ void Lines(SourceWriter& w, absl::string_view text) {
 // the step and its bound in place of kt and k_tiles.
 std::string InSteps(const WarpTiles& t, absl::string_view text) {
   if (!t.persistent) return std::string(text);
-  return absl::StrReplaceAll(text, {{"kt + 1 < k_tiles", "g + 1 < steps"},
+  return absl::StrReplaceAll(text, {{"kt + kStages < k_tiles", "g + kStages < steps"},
+                                    {"(kt / kStages)", "(g / kStages)"},
+                                    {"produce(stage, kt + kStages)", "produce(stage, g + kStages)"},
+                                    {"kt + 1 < k_tiles", "g + 1 < steps"},
                                     {"(kt + 1)", "(g + 1)"},
                                     {"if (s < k_tiles)", "if (s < steps)"},
                                     {"if (k_tiles > 0)", "if (steps > 0)"},
@@ -145,19 +148,6 @@ __device__ __forceinline__ void WaitStage(uint32_t bar, uint32_t parity) {
       " mbarrier.try_wait.parity.shared::cta.b64 ready, [%0], %1;\n"
       " @!ready bra WAIT;\n}\n" ::"r"(bar), "r"(parity)
       : "memory");
-}
-
-// Whether the mbarrier at `bar` has completed its phase of parity `parity` (never waits).
-__device__ __forceinline__ bool StageFree(uint32_t bar, uint32_t parity) {
-  uint32_t done;
-  asm volatile(
-      "{\n .reg .pred done;\n"
-      " mbarrier.test_wait.parity.shared::cta.b64 done, [%1], %2;\n"
-      " selp.u32 %0, 1, 0, done;\n}\n"
-      : "=r"(done)
-      : "r"(bar), "r"(parity)
-      : "memory");
-  return done != 0;
 })cuda");
     return;
   }
@@ -417,9 +407,9 @@ void EmitFragmentSteps(const WarpTiles& t, SourceWriter& w) {
   w.Line("");
 }
 
-// Release of slot `stage`: each warp's lane 0 arrives on empty[stage] (release semantics: the
-// warp's reads of the slot are performed first); thread 0 refills the slot later (refill_slot:
-// acquire once all have arrived, proxy fence, tile kt + kStages).
+// Release of slot `stage`: every thread arrives on empty[stage] (release semantics: its reads
+// of the slot are performed first); thread 0 acquires the slot once all have arrived, orders the
+// generic-proxy reads before the async-proxy writes, and refills it with tile kt + kStages.
 void EmitTmaRelease(const WarpTiles& t, SourceWriter& w) {
   w.Begin(t.op_release);
   Lines(
@@ -430,29 +420,11 @@ void EmitTmaRelease(const WarpTiles& t, SourceWriter& w) {
                        : "memory");)cuda");
   w.End(t.op_release);
   if (t.warp_specialized) return;  // the loader warp refills
-  if (t.persistent) {
-    // Refilled here, before the epilogue, so the next tile's data is on its way meanwhile (and
-    // the polled form below would not fit sm_120f's registers beside the tile cursor).
-    Lines(w, R"cuda(        if (tid == 0 && g + kStages < steps) refill_slot(g);)cuda");
-    return;
-  }
-  // Thread 0 does not wait here for the other warps to release this slot (that would hold warp 0
-  // back every tile, behind the slowest warp): it refills the slot once the next tile's steps
-  // find it Free, and waits only if it is still pending when this point comes round again.
-  Lines(w, R"cuda(        if (tid == 0) {
-          if (refill >= 0) refill_slot(refill);  // still pending from the previous tile: wait
-          refill = kt + kStages < k_tiles ? kt : -1;
-        })cuda");
-}
-
-// Thread 0's non-blocking refill (see EmitTmaRelease), tried at each step but the last.
-void EmitTmaRefillPoll(const WarpTiles& t, SourceWriter& w) {
-  if (t.warp_specialized || t.persistent) return;
-  Lines(w, R"cuda(        if (tid == 0 && refill >= 0 &&
-            StageFree(empty_bar + (refill % kStages) * 8, (refill / kStages) & 1)) {
-          refill_slot(refill);
-          refill = -1;
-        })cuda");
+  Lines(w, InSteps(t, R"cuda(        if (tid == 0 && kt + kStages < k_tiles) {
+          WaitStage(empty_bar + stage * 8, (kt / kStages) & 1);  // every thread has read it
+          asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+          produce(stage, kt + kStages);
+        })cuda"));
 }
 
 // The TMA protocol. Slot s has two mbarriers: full[s] (arrival count 1, the producer's
@@ -466,10 +438,8 @@ void EmitTmaRefillPoll(const WarpTiles& t, SourceWriter& w) {
 // not in the threads' shared-memory pipe). One arrive per warp rather than per thread: fewer
 // barrier updates, though no different in SM cycles on sm_90 (evidence/gemm_bench/staged_store).
 // Thread 0, also the producer, waits for that phase (acquire), fences the async proxy behind it
-// and refills the slot with tile kt + S: not at its own release, which would make warp 0 wait
-// for the slowest warp every tile, but at the first of tile kt+1's steps to find the phase
-// complete (test_wait), or at tile kt+1's release at the latest. The next tile's wait and first
-// fragments overlap the last step's mma.
+// and refills the slot with tile kt + S. The next tile's wait and first fragments overlap the
+// last step's mma.
 // With a loader warp (warp-specialized) the protocol is the same, split by role: empty[s] counts
 // the compute warps only; the loader's lane 0 fills tiles 0..S-1, then before tile kt (kt >= S)
 // waits for the compute threads' release of the slot's previous generation (parity of
@@ -531,18 +501,6 @@ void EmitTmaKLoop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& 
     WaitStage(full_bar, 0);  // tile 0 is Ready
     load_frags(0, 0, 0);
   })cuda"));
-  if (!t.warp_specialized && !t.persistent)
-    w.Line("  int refill = -1;  // thread 0: the step whose slot awaits its refill, if any");
-  if (!t.warp_specialized)
-    Lines(
-        w,
-        R"cuda(  // Thread 0: once every consumer warp has released the slot of `step`, order their reads
-  // before the async proxy's writes and refill the slot with step + kStages.
-  auto refill_slot = [&](int step) {
-    WaitStage(empty_bar + (step % kStages) * 8, (step / kStages) & 1);
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    produce(step % kStages, step + kStages);
-  };)cuda");
   if (t.persistent) {
     // This CTA's tiles, one after another; the tile loop stays open for the epilogue, which the
     // operation's lowering emits and closes (the ring meanwhile fills the next tile).
@@ -566,9 +524,8 @@ void EmitTmaKLoop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& 
     w.Line("      }");
   }
   Lines(w, R"cuda(      if (ks + 1 < kTileK / 16) {
-        load_frags((ks + 1) & 1, stage, ks + 1);)cuda");
-  EmitTmaRefillPoll(t, w);
-  Lines(w, R"cuda(      } else {)cuda");
+        load_frags((ks + 1) & 1, stage, ks + 1);
+      } else {)cuda");
   for (const std::string& line : terms.after_consume) w.Line("  " + line);
   if (!t.release_early) EmitTmaRelease(t, w);
   Lines(w, InSteps(t, R"cuda(        if (kt + 1 < k_tiles) {
