@@ -9,6 +9,7 @@
 // to the ceiling and to cuBLASLt, and the worst row; writes JSON with --json.
 // Exit: 0 when the targets are met, 3 when measured and not met, 1 on error, 2 on bad usage.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -112,7 +113,7 @@ struct Ceiling {
   double tflops = 0;
   std::string kernel;
   int warps_per_sm = 0;
-  double sm_mhz = 0;  // NVML's SM clock after each run of the best configuration (median); 0 = none
+  double sm_mhz = 0;  // the SM clock during the best configuration's blocks (median); 0 = none
   json runs = json::array();
   // The rate with operands fed by ldmatrix as the family's 64x64 warp tiles feed them.
   double ldmatrix_fed_tflops = 0, ldmatrix_fed_sm_mhz = 0;
@@ -125,28 +126,76 @@ double Median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-// One ceiling kernel's configuration: a warm-up, then the median of 5 timed launches of
-// `mmas` m16n8k16 mma.sync each, with NVML's SM clock after each.
+// NVML's SM clock, read every 2 ms on a helper thread while a timed block runs: the clock the
+// block ran at (one read after the block would catch a GPU already idle, its clock rising).
+class ClockDuring {
+ public:
+  explicit ClockDuring(const gq::Nvml* nvml) : nvml_(nvml) {
+    if (nvml_ != nullptr) poller_ = std::thread([this] { Poll(); });
+  }
+  ~ClockDuring() { Stop(); }
+  ClockDuring(const ClockDuring&) = delete;
+  ClockDuring& operator=(const ClockDuring&) = delete;
+  // Stops reading; the median of the reads (0 where NVML gave none).
+  double Stop() {
+    stop_ = true;
+    if (poller_.joinable()) poller_.join();
+    return reads_.empty() ? 0 : Median(reads_);
+  }
+
+ private:
+  void Poll() {
+    while (!stop_) {
+      const float mhz = nvml_->Read(0).sm_mhz;
+      if (std::isfinite(mhz)) reads_.push_back(mhz);  // only this thread, until the join
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  const gq::Nvml* nvml_;
+  std::atomic<bool> stop_ = false;
+  std::vector<double> reads_;
+  std::thread poller_;
+};
+
+// One timed block (TimeBlock) and the SM clock during it (ClockDuring).
+absl::StatusOr<double> TimeBlockAndClock(const gq::CudaDriver& d, CUstream s, CUevent e0,
+                                         CUevent e1, int reps,
+                                         const std::function<absl::Status()>& launch,
+                                         const gq::Nvml* nvml, std::vector<double>& mhz) {
+  ClockDuring clock(nvml);
+  auto t = TimeBlock(d, s, e0, e1, reps, launch);
+  const double during = clock.Stop();
+  if (t.ok() && during > 0) mhz.push_back(during);
+  return t;
+}
+
+// One ceiling kernel's configuration: a warm-up, then the median of 5 timed blocks of about
+// `block_ms` each (as the GEMMs are timed, so both run under the same sustained power), of
+// `mmas` m16n8k16 mma.sync per launch, with the SM clock during each block.
 struct KernelRate {
   double median_ms = 0, tflops = 0, sm_mhz = 0;
 };
 absl::StatusOr<KernelRate> TimeMmaKernel(const gq::CudaDriver& d, CUstream s, CUevent e0,
                                          CUevent e1, CUfunction f, unsigned grid, int threads,
-                                         void** args, double mmas, const gq::Nvml* nvml) {
+                                         void** args, double mmas, double block_ms,
+                                         const gq::Nvml* nvml) {
   auto launch = [&]() {
     return d.Check(d.LaunchKernel(f, grid, 1, 1, unsigned(threads), 1, 1, 0, s, args, nullptr),
                    "cuLaunchKernel (ceiling)");
   };
   if (auto st = launch(); !st.ok()) return st;  // warm-up
+  auto one = TimeBlock(d, s, e0, e1, 1, launch);
+  if (!one.ok()) return one.status();
+  const int reps =
+      std::clamp(static_cast<int>(std::ceil(block_ms / std::max(*one, 1e-3))), 1, 2000);
   std::vector<double> ms, mhz;
   for (int r = 0; r < 5; ++r) {
-    auto t = TimeBlock(d, s, e0, e1, 1, launch);
+    auto t = TimeBlockAndClock(d, s, e0, e1, reps, launch, nvml, mhz);
     if (!t.ok()) return t.status();
     ms.push_back(*t);
-    if (nvml != nullptr) mhz.push_back(nvml->Read(0).sm_mhz);
   }
   KernelRate rate;
-  rate.median_ms = Summarize(ms, 1).median_ms;
+  rate.median_ms = Summarize(ms, reps).median_ms;
   rate.tflops = mmas * 4096.0 / (rate.median_ms * 1e-3) / 1e12;
   rate.sm_mhz = Median(mhz);
   return rate;
@@ -154,7 +203,7 @@ absl::StatusOr<KernelRate> TimeMmaKernel(const gq::CudaDriver& d, CUstream s, CU
 
 // The best rate over chain counts and occupancies; each configuration the median of 5 runs.
 absl::StatusOr<Ceiling> MeasureCeiling(const gq::CudaDriver& d, CUstream s, CUevent e0, CUevent e1,
-                                       int sm_count, const gq::Nvml* nvml) {
+                                       int sm_count, double block_ms, const gq::Nvml* nvml) {
   CUmodule module = nullptr;
   if (auto st = d.Check(d.ModuleLoadData(&module, gq::kMmaCeilingFatbin), "cuModuleLoadData");
       !st.ok())
@@ -175,7 +224,7 @@ absl::StatusOr<Ceiling> MeasureCeiling(const gq::CudaDriver& d, CUstream s, CUev
       CUdeviceptr out_ptr = out->ptr();
       void* args[] = {&out_ptr, &iters};
       const double mmas = double(grid) * (threads / 32) * double(iters) * chains;
-      auto rate = TimeMmaKernel(d, s, e0, e1, f, grid, threads, args, mmas, nvml);
+      auto rate = TimeMmaKernel(d, s, e0, e1, f, grid, threads, args, mmas, block_ms, nvml);
       if (!rate.ok()) return rate.status();
       best.runs.push_back({{"kernel", name},
                            {"warps_per_sm", blocks_per_sm * threads / 32},
@@ -203,7 +252,7 @@ absl::StatusOr<Ceiling> MeasureCeiling(const gq::CudaDriver& d, CUstream s, CUev
   void* args[] = {&out_ptr, &iters};
   const unsigned grid = unsigned(sm_count);
   auto rate = TimeMmaKernel(d, s, e0, e1, fed, grid, threads, args,
-                            double(grid) * (threads / 32) * double(iters) * 128, nvml);
+                            double(grid) * (threads / 32) * double(iters) * 128, block_ms, nvml);
   if (!rate.ok()) return rate.status();
   best.ldmatrix_fed_tflops = rate->tflops;
   best.ldmatrix_fed_sm_mhz = rate->sm_mhz;
@@ -343,7 +392,9 @@ int main(int argc, char** argv) {
   app.add_option("--shapes", shapes_text, "Comma-separated MxNxK (default: the issue's table)");
   app.add_option("--rounds", rounds, "Timed samples per contender and shape (default 11)")
       ->check(CLI::Range(3, 101));
-  app.add_option("--block-ms", block_ms, "GPU time per sample, in launches of ~this length (20)")
+  app.add_option(
+         "--block-ms", block_ms,
+         "GPU time per sample of the ceiling and of each GEMM, in launches of ~this length (20)")
       ->check(CLI::Range(1.0, 500.0));
   app.add_option("--json", json_path, "Write the full results as JSON here");
   app.add_option("--store", store, "Artifact store for the compiled schedules");
@@ -457,7 +508,8 @@ int main(int argc, char** argv) {
   std::printf("device: %s, %d SMs; witness: sm_90 execution (no SM120 execution witness)\n",
               (*ctx)->name().c_str(), sm_count);
 
-  auto ceiling = MeasureCeiling(d, s, e0, e1, sm_count, nvml.ok() ? nvml->get() : nullptr);
+  auto ceiling =
+      MeasureCeiling(d, s, e0, e1, sm_count, block_ms, nvml.ok() ? nvml->get() : nullptr);
   if (!ceiling.ok()) return Fail(std::string(ceiling.status().message()));
   std::printf("mma.sync m16n8k16 BF16 ceiling: %.1f TFLOP/s (%s, %d warps/SM; SM clock %.0f MHz)\n",
               ceiling->tflops, ceiling->kernel.c_str(), ceiling->warps_per_sm, ceiling->sm_mhz);
@@ -546,7 +598,7 @@ int main(int argc, char** argv) {
       std::vector<double> ms;
       int reps = 1;
       Agreement agreement;
-      std::vector<double> mhz = {};  // NVML's SM clock right after each timed sample
+      std::vector<double> mhz = {};  // the SM clock during each timed sample (ClockDuring)
     };
     std::vector<Contender> contenders;
     contenders.push_back({"cuBLASLt",
@@ -597,10 +649,10 @@ int main(int argc, char** argv) {
     for (int r = 0; r < rounds; ++r) {
       for (size_t i = 0; i < contenders.size(); ++i) {
         Contender& c = contenders[(i + size_t(r)) % contenders.size()];
-        auto t = TimeBlock(d, s, e0, e1, c.reps, c.launch);
+        auto t = TimeBlockAndClock(d, s, e0, e1, c.reps, c.launch,
+                                   nvml.ok() ? nvml->get() : nullptr, c.mhz);
         if (!t.ok()) return Fail(std::string(t.status().message()));
         c.ms.push_back(*t);
-        if (nvml.ok()) c.mhz.push_back((*nvml)->Read(0).sm_mhz);
       }
     }
     const Timing peer_t = Summarize(contenders[0].ms, contenders[0].reps);
