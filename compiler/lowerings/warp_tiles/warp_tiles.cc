@@ -15,18 +15,14 @@ void Lines(SourceWriter& w, absl::string_view text) {
 }
 
 // A persistent CTA counts its ring's generations in steps g over all its tiles (g = local tile
-// x k_tiles + kt), where one tile's k loop counts kt over k_tiles: the same protocol text, with
-// the step and its bound in place of kt and k_tiles.
+// x k_tiles + kt), where one tile's k loop counts kt over k_tiles. The protocol text names the
+// ring's step `$kt`, its bound `$k_tiles` and its unit `$unit`; this fills them in for the CTA's
+// form (explicit placeholders: a rewrite of ordinary text could also hit text it was not meant
+// for).
 std::string InSteps(const WarpTiles& t, absl::string_view text) {
-  if (!t.persistent) return std::string(text);
-  return absl::StrReplaceAll(text, {{"kt + kStages < k_tiles", "g + kStages < steps"},
-                                    {"(kt / kStages)", "(g / kStages)"},
-                                    {"produce(stage, kt + kStages)", "produce(stage, g + kStages)"},
-                                    {"kt + 1 < k_tiles", "g + 1 < steps"},
-                                    {"(kt + 1)", "(g + 1)"},
-                                    {"if (s < k_tiles)", "if (s < steps)"},
-                                    {"if (k_tiles > 0)", "if (steps > 0)"},
-                                    {"tile 0 is Ready", "step 0 is Ready"}});
+  return absl::StrReplaceAll(text, {{"$kt", t.persistent ? "g" : "kt"},
+                                    {"$k_tiles", t.persistent ? "steps" : "k_tiles"},
+                                    {"$unit", t.persistent ? "step" : "tile"}});
 }
 
 std::string SwizzleExpr(ir::Representation::Kind kind) {
@@ -420,10 +416,10 @@ void EmitTmaRelease(const WarpTiles& t, SourceWriter& w) {
                        : "memory");)cuda");
   w.End(t.op_release);
   if (t.warp_specialized) return;  // the loader warp refills
-  Lines(w, InSteps(t, R"cuda(        if (tid == 0 && kt + kStages < k_tiles) {
-          WaitStage(empty_bar + stage * 8, (kt / kStages) & 1);  // every thread has read it
+  Lines(w, InSteps(t, R"cuda(        if (tid == 0 && $kt + kStages < $k_tiles) {
+          WaitStage(empty_bar + stage * 8, ($kt / kStages) & 1);  // every thread has read it
           asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-          produce(stage, kt + kStages);
+          produce(stage, $kt + kStages);
         })cuda"));
 }
 
@@ -494,11 +490,11 @@ void EmitTmaKLoop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& 
     Lines(w, InSteps(t, R"cuda(  if (tid == 0) {
 #pragma unroll
     for (int s = 0; s < kStages; ++s)
-      if (s < k_tiles) produce(s, s);
+      if (s < $k_tiles) produce(s, s);
   })cuda"));
   }
-  Lines(w, InSteps(t, R"cuda(  if (k_tiles > 0) {
-    WaitStage(full_bar, 0);  // tile 0 is Ready
+  Lines(w, InSteps(t, R"cuda(  if ($k_tiles > 0) {
+    WaitStage(full_bar, 0);  // $unit 0 is Ready
     load_frags(0, 0, 0);
   })cuda"));
   if (t.persistent) {
@@ -528,9 +524,9 @@ void EmitTmaKLoop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& 
       } else {)cuda");
   for (const std::string& line : terms.after_consume) w.Line("  " + line);
   if (!t.release_early) EmitTmaRelease(t, w);
-  Lines(w, InSteps(t, R"cuda(        if (kt + 1 < k_tiles) {
-          const int next = (kt + 1) % kStages;
-          WaitStage(full_bar + next * 8, ((kt + 1) / kStages) & 1);
+  Lines(w, InSteps(t, R"cuda(        if ($kt + 1 < $k_tiles) {
+          const int next = ($kt + 1) % kStages;
+          WaitStage(full_bar + next * 8, (($kt + 1) / kStages) & 1);
           load_frags(0, next, 0);
         }
       }
