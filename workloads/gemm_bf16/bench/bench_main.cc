@@ -126,6 +126,11 @@ double Median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
+// Launches of a kernel taking `launch_ms` that fill a timed block of about `block_ms`.
+int LaunchesPerBlock(double launch_ms, double block_ms) {
+  return std::clamp(static_cast<int>(std::ceil(block_ms / std::max(launch_ms, 1e-3))), 1, 2000);
+}
+
 // NVML's SM clock, read every 2 ms on a helper thread while a timed block runs: the clock the
 // block ran at (one read after the block would catch a GPU already idle, its clock rising).
 class ClockDuring {
@@ -186,8 +191,7 @@ absl::StatusOr<KernelRate> TimeMmaKernel(const gq::CudaDriver& d, CUstream s, CU
   if (auto st = launch(); !st.ok()) return st;  // warm-up
   auto one = TimeBlock(d, s, e0, e1, 1, launch);
   if (!one.ok()) return one.status();
-  const int reps =
-      std::clamp(static_cast<int>(std::ceil(block_ms / std::max(*one, 1e-3))), 1, 2000);
+  const int reps = LaunchesPerBlock(*one, block_ms);
   std::vector<double> ms, mhz;
   for (int r = 0; r < 5; ++r) {
     auto t = TimeBlockAndClock(d, s, e0, e1, reps, launch, nvml, mhz);
@@ -201,7 +205,7 @@ absl::StatusOr<KernelRate> TimeMmaKernel(const gq::CudaDriver& d, CUstream s, CU
   return rate;
 }
 
-// The best rate over chain counts and occupancies; each configuration the median of 5 runs.
+// The best rate over chain counts and occupancies; each configuration the median of 5 blocks.
 absl::StatusOr<Ceiling> MeasureCeiling(const gq::CudaDriver& d, CUstream s, CUevent e0, CUevent e1,
                                        int sm_count, double block_ms, const gq::Nvml* nvml) {
   CUmodule module = nullptr;
@@ -644,7 +648,7 @@ int main(int argc, char** argv) {
       if (auto w = c.launch(); !w.ok()) return Fail(std::string(w.message()));
       auto t = TimeBlock(d, s, e0, e1, 1, c.launch);
       if (!t.ok()) return Fail(std::string(t.status().message()));
-      c.reps = std::clamp(static_cast<int>(std::ceil(block_ms / std::max(*t, 1e-3))), 1, 2000);
+      c.reps = LaunchesPerBlock(*t, block_ms);
     }
     for (int r = 0; r < rounds; ++r) {
       for (size_t i = 0; i < contenders.size(); ++i) {
