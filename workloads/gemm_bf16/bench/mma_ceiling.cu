@@ -25,6 +25,16 @@ __device__ __forceinline__ uint32_t RandomBf16Pair(uint32_t seed) {
   return lo | (hi << 16);
 }
 
+// acc += a * b, one m16n8k16 BF16 mma.sync with FP32 accumulation.
+__device__ __forceinline__ void Mma(float (&acc)[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                    uint32_t a3, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
 template <int kChains>
 __device__ __forceinline__ void Run(float* out, int iters) {
   const uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x;
@@ -40,12 +50,7 @@ __device__ __forceinline__ void Run(float* out, int iters) {
     for (int r = 0; r < 4; ++r) acc[c][r] = 0.0f;
   for (int it = 0; it < iters; ++it) {
 #pragma unroll
-    for (int c = 0; c < kChains; ++c)
-      asm volatile(
-          "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-          "{%8,%9}, {%0,%1,%2,%3};\n"
-          : "+f"(acc[c][0]), "+f"(acc[c][1]), "+f"(acc[c][2]), "+f"(acc[c][3])
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    for (int c = 0; c < kChains; ++c) Mma(acc[c], a[0], a[1], a[2], a[3], b[0], b[1]);
   }
   float sum = 0.0f;
 #pragma unroll
@@ -120,12 +125,8 @@ extern "C" __global__ void __launch_bounds__(kFedThreads, 1)
       for (int i = 0; i < 4; ++i)
 #pragma unroll
         for (int j = 0; j < 8; ++j)
-          asm volatile(
-              "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
-              "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-              : "+f"(acc[i][j][0]), "+f"(acc[i][j][1]), "+f"(acc[i][j][2]), "+f"(acc[i][j][3])
-              : "r"(a[ks & 1][i][0]), "r"(a[ks & 1][i][1]), "r"(a[ks & 1][i][2]),
-                "r"(a[ks & 1][i][3]), "r"(b[ks & 1][j][0]), "r"(b[ks & 1][j][1]));
+          Mma(acc[i][j], a[ks & 1][i][0], a[ks & 1][i][1], a[ks & 1][i][2], a[ks & 1][i][3],
+              b[ks & 1][j][0], b[ks & 1][j][1]);
     }
   }
   float sum = 0.0f;
