@@ -176,24 +176,22 @@ TEST(Emission, TmaIntoAPaddedStageIsRejectedAndOnlyUncheckedLowersIt) {
   dense.module = workloads::gemm_bf16::MakeWarpGemm(p);
   auto legal = compiler::Emit(dense, *sm90);
   ASSERT_TRUE(legal.source.has_value()) << compiler::ToJson(legal.analysis);
-  int maps = 0;
-  for (const auto& arg : legal.source->launch.args()) {
-    if (arg.kind() != report::LaunchSpec::Arg::TENSOR_MAP) continue;
-    ++maps;
-    EXPECT_EQ(arg.swizzle_bytes(), 0) << arg.name() << ": a row-major stage takes the box as is";
-  }
-  EXPECT_EQ(maps, 2);
+  // The swizzle of each tensor map the launcher builds, in argument order.
+  auto map_swizzles = [](const report::LaunchSpec& launch) {
+    std::vector<int> out;
+    for (const auto& arg : launch.args())
+      if (arg.kind() == report::LaunchSpec::Arg::TENSOR_MAP) out.push_back(arg.swizzle_bytes());
+    return out;
+  };
+  EXPECT_EQ(map_swizzles(legal.source->launch), (std::vector<int>{0, 0}))
+      << "a row-major stage takes the box as is";
   // The swizzled point keeps the 128-byte pattern.
   p.smem = ir::Representation::SWIZZLE_128B;
   compiler::ParsedModule swizzled;
   swizzled.module = workloads::gemm_bf16::MakeWarpGemm(p);
   auto sw = compiler::Emit(swizzled, *sm90);
   ASSERT_TRUE(sw.source.has_value());
-  for (const auto& arg : sw.source->launch.args()) {
-    if (arg.kind() == report::LaunchSpec::Arg::TENSOR_MAP) {
-      EXPECT_EQ(arg.swizzle_bytes(), 128);
-    }
-  }
+  EXPECT_EQ(map_swizzles(sw.source->launch), (std::vector<int>{128, 128}));
 }
 
 TEST(Emission, MayAliasForbidsRestrict) {
