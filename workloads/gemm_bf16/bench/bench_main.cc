@@ -126,9 +126,14 @@ double Median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-// Launches of a kernel taking `launch_ms` that fill a timed block of about `block_ms`.
-int LaunchesPerBlock(double launch_ms, double block_ms) {
-  return std::clamp(static_cast<int>(std::ceil(block_ms / std::max(launch_ms, 1e-3))), 1, 2000);
+// Launches of `launch` that fill a timed block of about `block_ms`: one warm-up launch, then one
+// timed launch to size the block.
+absl::StatusOr<int> LaunchesPerBlock(const gq::CudaDriver& d, CUstream s, CUevent e0, CUevent e1,
+                                     const std::function<absl::Status()>& launch, double block_ms) {
+  if (auto st = launch(); !st.ok()) return st;
+  auto one = TimeBlock(d, s, e0, e1, 1, launch);
+  if (!one.ok()) return one.status();
+  return std::clamp(static_cast<int>(std::ceil(block_ms / std::max(*one, 1e-3))), 1, 2000);
 }
 
 // NVML's SM clock, read every 2 ms on a helper thread while a timed block runs: the clock the
@@ -188,18 +193,16 @@ absl::StatusOr<KernelRate> TimeMmaKernel(const gq::CudaDriver& d, CUstream s, CU
     return d.Check(d.LaunchKernel(f, grid, 1, 1, unsigned(threads), 1, 1, 0, s, args, nullptr),
                    "cuLaunchKernel (ceiling)");
   };
-  if (auto st = launch(); !st.ok()) return st;  // warm-up
-  auto one = TimeBlock(d, s, e0, e1, 1, launch);
-  if (!one.ok()) return one.status();
-  const int reps = LaunchesPerBlock(*one, block_ms);
+  auto reps = LaunchesPerBlock(d, s, e0, e1, launch, block_ms);
+  if (!reps.ok()) return reps.status();
   std::vector<double> ms, mhz;
   for (int r = 0; r < 5; ++r) {
-    auto t = TimeBlockAndClock(d, s, e0, e1, reps, launch, nvml, mhz);
+    auto t = TimeBlockAndClock(d, s, e0, e1, *reps, launch, nvml, mhz);
     if (!t.ok()) return t.status();
     ms.push_back(*t);
   }
   KernelRate rate;
-  rate.median_ms = Summarize(ms, reps).median_ms;
+  rate.median_ms = Summarize(ms, *reps).median_ms;
   rate.tflops = mmas * 4096.0 / (rate.median_ms * 1e-3) / 1e12;
   rate.sm_mhz = Median(mhz);
   return rate;
@@ -645,10 +648,9 @@ int main(int argc, char** argv) {
 
     // Size each contender's block from one warm launch, then rounds in rotated order.
     for (Contender& c : contenders) {
-      if (auto w = c.launch(); !w.ok()) return Fail(std::string(w.message()));
-      auto t = TimeBlock(d, s, e0, e1, 1, c.launch);
-      if (!t.ok()) return Fail(std::string(t.status().message()));
-      c.reps = LaunchesPerBlock(*t, block_ms);
+      auto reps = LaunchesPerBlock(d, s, e0, e1, c.launch, block_ms);
+      if (!reps.ok()) return Fail(std::string(reps.status().message()));
+      c.reps = *reps;
     }
     for (int r = 0; r < rounds; ++r) {
       for (size_t i = 0; i < contenders.size(); ++i) {
