@@ -55,10 +55,26 @@ absl::StatusOr<report::LoweringReceipt> ArtifactStore::Lookup(const std::string&
   return receipt;
 }
 
+std::string ArtifactStore::FailedDirFor(const std::string& key) const {
+  return (fs::path(root_) / "failed" / key).string();
+}
+
 absl::Status ArtifactStore::Commit(const std::string& key,
                                    const std::map<std::string, std::string>& files,
                                    const report::LoweringReceipt& receipt) const {
-  const fs::path final_dir = DirFor(key);
+  return Publish(key, DirFor(key), files, receipt);
+}
+
+absl::Status ArtifactStore::KeepFailedBuild(const std::string& key,
+                                            const std::map<std::string, std::string>& files,
+                                            const report::LoweringReceipt& receipt) const {
+  return Publish(key, FailedDirFor(key), files, receipt);
+}
+
+absl::Status ArtifactStore::Publish(const std::string& key, const std::string& dir,
+                                    const std::map<std::string, std::string>& files,
+                                    const report::LoweringReceipt& receipt) const {
+  const fs::path final_dir = dir;
   const fs::path tmp = fs::path(root_) / "tmp" / absl::StrCat(key, ".commit.", ::getpid());
   std::error_code ec;
   fs::remove_all(tmp, ec);

@@ -31,7 +31,18 @@ class ArtifactStore {
   absl::Status Commit(const std::string& key, const std::map<std::string, std::string>& files,
                       const report::LoweringReceipt& receipt) const;
 
+  // A failed build's files (source, raw toolchain log) and receipt, kept for the operator under
+  // failed/KEY, outside the cache: Lookup never returns them, and a later build of the same key
+  // (the toolchain may be fixed) replaces them.
+  std::string FailedDirFor(const std::string& key) const;
+  absl::Status KeepFailedBuild(const std::string& key,
+                               const std::map<std::string, std::string>& files,
+                               const report::LoweringReceipt& receipt) const;
+
  private:
+  absl::Status Publish(const std::string& key, const std::string& dir,
+                       const std::map<std::string, std::string>& files,
+                       const report::LoweringReceipt& receipt) const;
   std::string root_;
 };
 

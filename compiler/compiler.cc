@@ -9,6 +9,7 @@
 #include "artifact_store.h"
 #include "base/status_macros.h"
 #include "canonical.h"
+#include "emission_audit.h"
 
 namespace cake::compiler {
 namespace fs = std::filesystem;
@@ -66,6 +67,13 @@ absl::StatusOr<CompileResult> Compile(const ParsedModule& parsed, const TargetIn
   if (!emitted.source) return result;
   const LoweredKernel& src = *emitted.source;
   const Lowering& lowering = *emitted.lowering;
+  // Nothing reaches nvcc that a schedule's names could have shaped (emission_audit.h).
+  if (const std::vector<std::string> problems =
+          AuditEmittedSource(parsed, target, aopts, emitted.analysis, src);
+      !problems.empty())
+    return absl::InternalError(
+        absl::StrCat("lowering ", lowering.name(),
+                     " emitted source that fails its audit: ", absl::StrJoin(problems, "; ")));
 
   const std::vector<std::string> flags = CompileFlags(target);
   const std::string source_sha = base::Sha256Hex(src.text);
@@ -108,24 +116,34 @@ absl::StatusOr<CompileResult> Compile(const ParsedModule& parsed, const TargetIn
   CAKE_ASSIGN_OR_RETURN(NvccOutput nv, RunNvcc(tc, target, src.text, scratch));
   std::map<std::string, std::string> files = {{"kernel.cu", src.text}, {"build.log", nv.log}};
   if (!nv.ok) {
-    // Map nvcc's errors back to operations; keep the original text either way.
+    // Map nvcc's errors about the generated source back to operations; the raw log (which may
+    // quote any file the toolchain read) is kept for the operator only, never shown.
     r.set_outcome(report::LoweringReceipt::FAIL);
-    const auto errors = ParseNvccErrors(nv.log, "kernel.cu");
-    for (const SourceError& e : errors) {
+    const ToolchainDiagnostics shown =
+        FilterNvccLog(nv.log, (fs::path(scratch) / "kernel.cu").string());
+    for (const SourceError& e : shown.errors) {
       report::Diagnostic* d = r.add_failures();
       d->set_id(report::DIAG_TOOLCHAIN_ERROR);
       d->set_severity(report::ERROR);
       d->set_op_id(OpForLine(src.op_lines, e.line));
       d->set_message(e.text);
     }
-    if (errors.empty()) {
+    if (shown.errors.empty() || shown.withheld_lines > 0) {
       report::Diagnostic* d = r.add_failures();
       d->set_id(report::DIAG_TOOLCHAIN_ERROR);
-      d->set_severity(report::ERROR);
-      d->set_message(nv.log);
+      d->set_severity(shown.errors.empty() ? report::ERROR : report::WARNING);
+      d->set_evidence(absl::StrCat(shown.withheld_lines, " lines of the toolchain's log withheld"));
+      d->set_message(absl::StrCat(
+          shown.errors.empty() ? "nvcc failed with no error about the generated kernel.cu; " : "",
+          shown.withheld_lines,
+          " other lines of its log are not shown (the operator finds the raw log in the "
+          "artifact store under failed/",
+          key, ")"));
     }
+    const absl::Status kept = store.KeepFailedBuild(key, files, r);
     std::error_code ec;
     fs::remove_all(scratch, ec);
+    if (!kept.ok()) return kept;
     return result;  // failed builds are not cached: the toolchain may be fixed
   }
   files["kernel.cubin"] = nv.cubin;

@@ -69,7 +69,8 @@ void CheckAccumulatorTiling(const KernelGraph& g, DiagnosticSink& sink, CheckCou
     }
     const int m = MmaM(ii->second->shape()), nn = MmaN(ii->second->shape());
     ++checks;
-    if (rows % (wr * m) != 0 || cols % (wc * nn) != 0)
+    if (CheckedInt(rows) % (CheckedInt(wr) * m) != 0 ||
+        CheckedInt(cols) % (CheckedInt(wc) * nn) != 0)
       sink.Error(report::DIAG_TILE_NOT_DIVISIBLE)
           .Path(path)
           .Resource(acc.name())

@@ -1,11 +1,13 @@
 // Construction validation: malformed modules, unresolved references, misplaced operations and
 // the datacenter-only mechanisms that do not exist on consumer Blackwell. Things that are always
 // wrong by construction are rejected here, once; later passes check relations.
+#include <algorithm>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "passes.h"
 #include "schedule_limits.h"
+#include "schedule_names.h"
 
 namespace cake::compiler {
 namespace {
@@ -274,9 +276,46 @@ void CheckNames(const KernelGraph& g, DiagnosticSink& sink, CheckCounter& checks
   }
 }
 
+// Bytes of one buffer stage or accumulator tile against the IR's bound (overflow included).
+void CheckBytes(const std::string& path, const std::string& owner, absl::string_view what,
+                CheckedInt bytes, DiagnosticSink& sink, CheckCounter& checks) {
+  ++checks;
+  if (bytes.Exceeds(kMaxBufferBytes))
+    sink.Error(report::DIAG_INVALID_VALUE)
+        .Path(path)
+        .Resource(owner)
+        .Condition(absl::StrCat(what, " holds at most 2^40 bytes"))
+        .Evidence(absl::StrCat(bytes.ToString(), " bytes"))
+        .Message(absl::StrCat("'", owner, "' is larger than any ", what, " may be"));
+}
+
+// Names are checked before anything else reads them: a schedule with one bad name gets only
+// these diagnostics, so no other message quotes the bad bytes.
+bool CheckNameRules(const ir::Module& m, DiagnosticSink& sink, CheckCounter& checks) {
+  ++checks;
+  const std::vector<NameViolation> bad = FindNameViolations(m);
+  for (const NameViolation& v : bad)
+    sink.Error(report::DIAG_INVALID_NAME)
+        .Path(v.path)
+        .Condition(absl::StrCat("a name is an identifier of at most ", kMaxNameBytes,
+                                " bytes ([A-Za-z_][A-Za-z0-9_]*), not a keyword or reserved"))
+        .Evidence(absl::StrCat("\"", v.value, "\" ", v.rule))
+        .Repair("rename it: letters, digits and single underscores")
+        .Message(absl::StrCat(v.path, " is not a valid name: it ", v.rule));
+  return bad.empty();
+}
+
 void CheckShapes(const KernelGraph& g, DiagnosticSink& sink, CheckCounter& checks) {
   auto check_shape = [&](const std::string& path, const std::string& owner, const ir::Shape& s,
                          bool symbols_allowed) {
+    ++checks;
+    if (s.dims_size() > kMaxRank)
+      sink.Error(report::DIAG_INVALID_VALUE)
+          .Path(path)
+          .Resource(owner)
+          .Condition(absl::StrCat("a shape has at most ", kMaxRank, " dimensions"))
+          .Evidence(absl::StrCat(s.dims_size(), " dimensions"))
+          .Message(absl::StrCat("'", owner, "' has too many dimensions"));
     for (const ir::Dim& d : s.dims()) {
       ++checks;
       if (d.kind_case() == ir::Dim::kSymbol) {
@@ -292,11 +331,12 @@ void CheckShapes(const KernelGraph& g, DiagnosticSink& sink, CheckCounter& check
               .Resource(owner)
               .Condition("a symbolic dimension names a scalar parameter")
               .Message(absl::StrCat("'", owner, "' uses undeclared dimension '", d.symbol(), "'"));
-      } else if (d.kind_case() == ir::Dim::kSize && d.size() <= 0) {
+      } else if (d.kind_case() == ir::Dim::kSize && (d.size() <= 0 || d.size() > kMaxDimExtent)) {
         sink.Error(report::DIAG_INVALID_VALUE)
             .Path(path)
             .Resource(owner)
-            .Condition("dimensions are positive")
+            .Condition("1 <= a constant dimension <= 2^31")
+            .Evidence(absl::StrCat("size = ", d.size()))
             .Message(absl::StrCat("'", owner, "' has dimension ", d.size()));
       } else if (d.kind_case() == ir::Dim::KIND_NOT_SET) {
         sink.Error(report::DIAG_MISSING_FIELD)
@@ -336,15 +376,32 @@ void CheckShapes(const KernelGraph& g, DiagnosticSink& sink, CheckCounter& check
           .Message(absl::StrCat("buffer '", b.name(), "' belongs to undeclared pipeline '",
                                 b.pipeline(), "'"));
     ++checks;
-    if (b.representation().padding_elements() < 0)
+    const int64_t padding = b.representation().padding_elements();
+    if (padding < 0 || padding > kMaxPaddingElements)
       sink.Error(report::DIAG_INVALID_VALUE)
           .Path(path)
           .Resource(b.name())
-          .Message(absl::StrCat("buffer '", b.name(), "' has negative padding"));
+          .Condition("0 <= padding_elements <= 2^16")
+          .Evidence(absl::StrCat("padding_elements = ", padding))
+          .Message(absl::StrCat("buffer '", b.name(), "' has padding out of range"));
+    CheckBytes(path, b.name(), "one stage of a buffer", BufferStageBytes(b), sink, checks);
   }
   for (const ir::Accumulator& a : g.kernel->accumulators()) {
     const std::string path = g.DeclPath("accumulators", a.name());
     check_shape(path, a.name(), a.shape(), false);
+    CheckedInt elems = 1;
+    for (const ir::Dim& d : a.shape().dims()) elems *= ConstDim(d).value_or(1);
+    CheckBytes(path, a.name(), "an accumulator tile", elems * std::max(1, DTypeBits(a.dtype()) / 8),
+               sink, checks);
+    ++checks;
+    if (a.partition().rows() < 0 || a.partition().rows() > kMaxWarpGrid ||
+        a.partition().cols() < 0 || a.partition().cols() > kMaxWarpGrid)
+      sink.Error(report::DIAG_INVALID_VALUE)
+          .Path(path)
+          .Resource(a.name())
+          .Condition(absl::StrCat("0 <= partition rows, cols <= ", kMaxWarpGrid, " warps"))
+          .Evidence(absl::StrCat("partition ", a.partition().rows(), " x ", a.partition().cols()))
+          .Message(absl::StrCat("accumulator '", a.name(), "' has a warp grid out of range"));
     ++checks;
     if (!g.roles.count(a.owner()))
       sink.Error(report::DIAG_UNDEFINED_REFERENCE)
@@ -392,6 +449,14 @@ void CheckShapes(const KernelGraph& g, DiagnosticSink& sink, CheckCounter& check
           .Resource(w.name())
           .Message(absl::StrCat("work schedule '", w.name(), "' tiles undeclared tensor '",
                                 tiles->output(), "'"));
+    if (tiles != nullptr && (tiles->tile_m() < 0 || tiles->tile_m() > kMaxTileExtent ||
+                             tiles->tile_n() < 0 || tiles->tile_n() > kMaxTileExtent))
+      sink.Error(report::DIAG_INVALID_VALUE)
+          .Path(g.DeclPath("work", w.name()))
+          .Resource(w.name())
+          .Condition(absl::StrCat("0 <= tile_m, tile_n <= ", kMaxTileExtent))
+          .Evidence(absl::StrCat("tile ", tiles->tile_m(), " x ", tiles->tile_n()))
+          .Message("work tile out of range");
     // A band taller than any grid is meaningless; the bound keeps the tile-index arithmetic
     // of hostile values small.
     if (tiles != nullptr &&
@@ -424,6 +489,7 @@ void CheckShapes(const KernelGraph& g, DiagnosticSink& sink, CheckCounter& check
 }  // namespace
 
 void RunConstructionPass(const PassContext& ctx, DiagnosticSink& sink, CheckCounter& checks) {
+  if (!CheckNameRules(*ctx.module, sink, checks)) return;
   ++checks;
   if (ctx.module->kernels().empty())
     sink.Error(report::DIAG_MISSING_FIELD)
@@ -462,6 +528,14 @@ void RunConstructionPass(const PassContext& ctx, DiagnosticSink& sink, CheckCoun
                                   " levels deep (limit ", kMaxOpDepth, ")"));
       }
       CheckForbidden(g, n, sink, checks);
+      ++checks;
+      if (op.has_for_k_tiles() && op.for_k_tiles().extent() > kMaxTileExtent)
+        sink.Error(report::DIAG_INVALID_VALUE)
+            .Op(op.id())
+            .Path(n.path)
+            .Condition(absl::StrCat("for_k_tiles.extent <= ", kMaxTileExtent))
+            .Evidence(absl::StrCat("extent = ", op.for_k_tiles().extent()))
+            .Message("k-tile extent out of range");
       ++checks;
       if (op.op_case() == ir::Operation::OP_NOT_SET) {
         sink.Error(report::DIAG_MISSING_FIELD)

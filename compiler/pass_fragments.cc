@@ -84,7 +84,8 @@ void CheckMatrixLoad(const KernelGraph& g, const OpNode& n, DiagnosticSink& sink
   }
   if (buf.shape().dims_size() != 2) return;
   const int64_t inner = ConstDim(buf.shape().dims(trans ? 0 : 1)).value_or(0);
-  const int64_t row_bytes = (inner + buf.representation().padding_elements()) * bits / 8;
+  const CheckedInt row_bytes =
+      (CheckedInt(inner) + buf.representation().padding_elements()) * bits / 8;
   ++checks;
   if (row_bytes % 16 != 0)
     sink.Error(report::DIAG_REPRESENTATION_INCOMPATIBLE)
@@ -92,19 +93,20 @@ void CheckMatrixLoad(const KernelGraph& g, const OpNode& n, DiagnosticSink& sink
         .Path(n.path)
         .Resource(buf.name())
         .Condition("ldmatrix row addresses are 16-byte aligned: padded row bytes % 16 == 0")
-        .Evidence(absl::StrCat("padded row = ", row_bytes, " bytes"))
+        .Evidence(absl::StrCat("padded row = ", row_bytes.ToString(), " bytes"))
         .Repair("make padding_elements a multiple of 8 (16-bit elements)")
         .Message("shared tile rows are not 16-byte aligned");
   const int swz = SwizzleBytes(kind);
   ++checks;
-  if (swz != 0 && inner * bits / 8 != swz)
+  const CheckedInt unpadded_row_bytes = CheckedInt(inner) * bits / 8;
+  if (swz != 0 && unpadded_row_bytes != swz)
     sink.Error(report::DIAG_REPRESENTATION_INCOMPATIBLE)
         .Op(n.op->id())
         .Path(n.path)
         .Resource(buf.name())
         .Condition(absl::StrCat(ir::Representation::Kind_Name(kind), " swizzles rows of exactly ",
                                 swz, " bytes"))
-        .Evidence(absl::StrCat("row = ", inner * bits / 8, " bytes"))
+        .Evidence(absl::StrCat("row = ", unpadded_row_bytes.ToString(), " bytes"))
         .Message("swizzle width does not match the tile's row width");
 }
 

@@ -13,50 +13,56 @@ namespace {
 constexpr int64_t kRegionAlign = 128;
 constexpr int kAddressAndLoopRegisters = 40;
 
-int64_t AlignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
-
 }  // namespace
 
 SharedPlan PlanShared(const KernelGraph& g) {
   SharedPlan plan;
-  int64_t offset = 0;
+  CheckedInt offset = 0;
   for (const ir::Buffer& b : g.kernel->buffers()) {
     if (b.space() != ir::SHARED) continue;
     SharedRegionPlan r;
     r.name = b.name();
-    r.offset = offset;
-    r.bytes_per_stage = AlignUp(BufferStageBytes(b), 16);
+    r.offset = offset.value();
+    const CheckedInt stage = AlignUp(BufferStageBytes(b), 16);
+    r.bytes_per_stage = stage.value();
     r.stages = BufferStages(g, b);
-    offset = AlignUp(offset + r.bytes_per_stage * r.stages, kRegionAlign);
+    offset = AlignUp(offset + stage * r.stages, kRegionAlign);
     plan.regions.push_back(r);
   }
+  CheckedInt barriers = 0;
   for (const ir::Pipeline& p : g.kernel->pipelines())
-    if (p.transfer() == ir::TMA) plan.barrier_bytes += 16 * std::max(1, p.stages());
-  plan.total_bytes = offset + plan.barrier_bytes;
+    if (p.transfer() == ir::TMA) barriers += CheckedInt(16) * std::max(1, p.stages());
+  const CheckedInt total = offset + barriers;
+  plan.barrier_bytes = barriers.value();
+  plan.total_bytes = total.value();
+  plan.overflowed = !total.ok();
   return plan;
 }
 
 int EstimateRegistersPerThread(const KernelGraph& g) {
   const int threads = std::max(32, g.kernel->launch().threads_per_cta());
-  int64_t regs = kAddressAndLoopRegisters;
+  CheckedInt regs = kAddressAndLoopRegisters;
   for (const ir::Accumulator& acc : g.kernel->accumulators()) {
     int owner_threads = threads;
     auto ri = g.roles.find(acc.owner());
     if (ri != g.roles.end() && !ri->second->warps().empty())
       owner_threads = 32 * ri->second->warps_size();
-    int64_t elems = 1;
+    CheckedInt elems = 1;
     for (const ir::Dim& d : acc.shape().dims()) elems *= ConstDim(d).value_or(1);
-    const int64_t words = elems * std::max(32, DTypeBits(acc.dtype())) / 32;
+    const CheckedInt words = elems * std::max(32, DTypeBits(acc.dtype())) / 32;
     regs += words / owner_threads;
     // One k-step of operand fragments for the warp tile: A is 16xK16 per 16 rows (4 regs),
     // B is K16x8 per 8 columns (2 regs).
     if (acc.partition().rows() > 0 && acc.partition().cols() > 0 && acc.shape().dims_size() == 2) {
-      const int64_t wm = ConstDim(acc.shape().dims(0)).value_or(0) / acc.partition().rows();
-      const int64_t wn = ConstDim(acc.shape().dims(1)).value_or(0) / acc.partition().cols();
-      regs += (wm / 16) * 4 + (wn / 8) * 2;
+      const CheckedInt wm =
+          CheckedInt(ConstDim(acc.shape().dims(0)).value_or(0)) / acc.partition().rows();
+      const CheckedInt wn =
+          CheckedInt(ConstDim(acc.shape().dims(1)).value_or(0)) / acc.partition().cols();
+      regs += wm / 16 * 4 + wn / 8 * 2;
     }
   }
-  return static_cast<int>(std::min<int64_t>(regs, 1 << 20));
+  // Saturated: an estimate past any register file is simply "too many" (an overflow included).
+  return static_cast<int>(std::min<int64_t>(regs.value(), 1 << 20));
 }
 
 void RunResourcePass(const PassContext& ctx, DiagnosticSink& sink, CheckCounter& checks) {
@@ -74,29 +80,34 @@ void RunResourcePass(const PassContext& ctx, DiagnosticSink& sink, CheckCounter&
           .Message("thread block cluster size is outside the target's limit");
     const SharedPlan plan = PlanShared(g);
     ++checks;
-    if (plan.total_bytes > ctx.target->shared_per_block_optin) {
+    // Fails closed: a layout whose size overflowed is over every budget.
+    if (plan.overflowed || plan.total_bytes > ctx.target->shared_per_block_optin) {
       const SharedRegionPlan* largest = nullptr;
       std::string breakdown;
+      auto region_bytes = [](const SharedRegionPlan& r) {
+        return CheckedInt(r.bytes_per_stage) * r.stages;
+      };
       for (const SharedRegionPlan& r : plan.regions) {
-        if (largest == nullptr ||
-            r.bytes_per_stage * r.stages > largest->bytes_per_stage * largest->stages)
+        if (largest == nullptr || region_bytes(r).Exceeds(region_bytes(*largest).value()))
           largest = &r;
         absl::StrAppend(&breakdown, breakdown.empty() ? "" : "; ", r.name, " = ", r.bytes_per_stage,
                         " B x ", r.stages, " stages");
       }
+      const std::string needed =
+          plan.overflowed ? "more than 2^63" : absl::StrCat(plan.total_bytes);
       auto d = sink.Error(report::DIAG_SHARED_BUDGET_EXCEEDED);
       d.Path(largest ? g.DeclPath("buffers", largest->name) : g.path)
           .Resource(largest ? largest->name : "shared memory")
           .Condition(absl::StrCat("shared bytes per block <= ", ctx.target->shared_per_block_optin,
                                   " (", ctx.target->name, " opt-in limit)"))
           .Evidence(absl::StrCat(
-              plan.total_bytes, " B needed: ", breakdown,
+              needed, " B needed: ", breakdown,
               plan.barrier_bytes ? absl::StrCat("; barriers = ", plan.barrier_bytes, " B") : ""))
           .Repair("fewer stages, a smaller k-tile or CTA tile, or less padding")
-          .Message(absl::StrCat("shared memory ", plan.total_bytes, " B exceeds ",
+          .Message(absl::StrCat("shared memory ", needed, " B exceeds ",
                                 ctx.target->shared_per_block_optin, " B; largest buffer '",
                                 largest ? largest->name : "?", "' needs ",
-                                largest ? largest->bytes_per_stage * largest->stages : 0, " B"));
+                                largest ? region_bytes(*largest).ToString() : "0", " B"));
     }
     const int threads = g.kernel->launch().threads_per_cta();
     ++checks;
@@ -136,7 +147,7 @@ void RunResourcePass(const PassContext& ctx, DiagnosticSink& sink, CheckCounter&
     }
     ++checks;
     if (regs > ctx.target->max_registers_per_thread ||
-        static_cast<int64_t>(regs) * std::max(threads, 1) > ctx.target->registers_per_sm) {
+        (CheckedInt(regs) * std::max(threads, 1)).Exceeds(ctx.target->registers_per_sm)) {
       sink.Error(report::DIAG_REGISTER_BUDGET_EXCEEDED)
           .Path(g.path)
           .Resource("registers")

@@ -65,12 +65,12 @@ void CheckConvergence(const KernelGraph& g, DiagnosticSink& sink, CheckCounter& 
 void CheckRegisterBudgets(const KernelGraph& g, const TargetInfo& target, DiagnosticSink& sink,
                           CheckCounter& checks) {
   int with_budget = 0;
-  int64_t registers = 0;
+  CheckedInt registers = 0;
   std::vector<std::string> shares;
   for (const ir::Role& r : g.kernel->roles()) {
     if (r.register_budget() == 0) continue;
     ++with_budget;
-    registers += int64_t{r.register_budget()} * 32 * r.warps_size();
+    registers += CheckedInt(r.register_budget()) * 32 * r.warps_size();
     shares.push_back(
         absl::StrCat(r.name(), " ", r.warps_size(), " warps x 32 x ", r.register_budget()));
     const std::set<int> own(r.warps().begin(), r.warps().end());
@@ -106,13 +106,13 @@ void CheckRegisterBudgets(const KernelGraph& g, const TargetInfo& target, Diagno
     return;
   }
   ++checks;
-  if (registers > target.registers_per_sm)
+  if (registers.Exceeds(target.registers_per_sm))
     sink.Error(report::DIAG_REGISTER_BUDGET_EXCEEDED)
         .Path(g.path)
         .Resource("registers")
         .Condition(absl::StrCat("roles' register budgets <= ", target.registers_per_sm,
                                 " registers per SM (", target.name, ")"))
-        .Evidence(absl::StrCat(absl::StrJoin(shares, " + "), " = ", registers))
+        .Evidence(absl::StrCat(absl::StrJoin(shares, " + "), " = ", registers.ToString()))
         .Repair("lower a role's budget (a loader role needs few registers)")
         .Message("register budgets exceed the register file");
 }
@@ -268,7 +268,7 @@ void CheckTmaStage(const KernelGraph& g, const OpNode& n, const ir::Buffer& buf,
   const int bits = DTypeBits(buf.dtype());
   const int64_t rows = ConstDim(buf.shape().dims(0)).value_or(0);
   const int64_t inner = ConstDim(buf.shape().dims(1)).value_or(0);
-  const int64_t row_bytes = inner * bits / 8;
+  const CheckedInt row_bytes = CheckedInt(inner) * bits / 8;
   ++checks;
   if (rows > 256 || inner > 256)
     reject("a TMA box has at most 256 elements per dimension",
@@ -276,14 +276,16 @@ void CheckTmaStage(const KernelGraph& g, const OpNode& n, const ir::Buffer& buf,
            "split the stage into boxes of at most 256 rows");
   ++checks;
   if (row_bytes % 16 != 0)
-    reject("a TMA box row is a multiple of 16 bytes", absl::StrCat("row = ", row_bytes, " bytes"),
+    reject("a TMA box row is a multiple of 16 bytes",
+           absl::StrCat("row = ", row_bytes.ToString(), " bytes"),
            "widen the k extent of the stage");
   const int span = SwizzleBytes(rep.kind());
   ++checks;
-  if (span != 0 && row_bytes > span)
+  if (span != 0 && row_bytes.Exceeds(span))
     reject(absl::StrCat("a ", ir::Representation::Kind_Name(rep.kind()),
                         " box row is at most the swizzle span (", span, " bytes)"),
-           absl::StrCat("row = ", row_bytes, " bytes"), "use the swizzle mode of the row width");
+           absl::StrCat("row = ", row_bytes.ToString(), " bytes"),
+           "use the swizzle mode of the row width");
   ++checks;
   if (buf.alignment_bytes() < 128)
     reject("a TMA shared destination is 128-byte aligned",
@@ -300,7 +302,7 @@ void CheckGeneration(const KernelGraph& g, const ir::Pipeline& p, const OpNode& 
   std::vector<std::pair<std::string, const OpNode*>> writes;
   for (const OpNode* c : fill.children) CollectSharedWrites(*c, writes);
   std::map<std::string, std::vector<const OpNode*>> by_buffer;
-  int64_t delivered = 0;
+  CheckedInt delivered = 0;
   for (const auto& [buf, op] : writes) {
     auto bi = g.buffers.find(buf);
     if (bi == g.buffers.end() || bi->second->pipeline() != p.name()) continue;
@@ -308,12 +310,12 @@ void CheckGeneration(const KernelGraph& g, const ir::Pipeline& p, const OpNode& 
     if (op->op->has_copy() && op->op->copy().transfer() == ir::TMA)
       delivered += BufferStageBytes(*bi->second);
   }
-  int64_t expected = 0;
+  CheckedInt expected = 0;
   std::vector<std::string> ring, missing;
   for (const auto& [name, buf] : g.buffers) {
     if (buf->pipeline() != p.name()) continue;
     expected += BufferStageBytes(*buf);
-    ring.push_back(absl::StrCat(name, " ", BufferStageBytes(*buf), " B"));
+    ring.push_back(absl::StrCat(name, " ", BufferStageBytes(*buf).ToString(), " B"));
     const auto& w = by_buffer[name];
     ++checks;
     if (w.empty()) {
@@ -354,12 +356,13 @@ void CheckGeneration(const KernelGraph& g, const ir::Pipeline& p, const OpNode& 
             "the full barrier's transaction bytes equal the bytes the stage's TMA copies "
             "deliver")
         .Evidence(absl::StrCat(
-            "expected ", expected, " B (", absl::StrJoin(ring, " + "), "); TMA copies in '",
-            fill.op->id(), "' deliver ", delivered, " B",
+            "expected ", expected.ToString(), " B (", absl::StrJoin(ring, " + "),
+            "); TMA copies in '", fill.op->id(), "' deliver ", delivered.ToString(), " B",
             missing.empty() ? "" : absl::StrCat("; unfilled: ", absl::StrJoin(missing, ", "))))
         .Repair("fill every ring buffer exactly once with a TMA copy")
-        .Message(delivered < expected ? "the stage's barrier would never complete"
-                                      : "the copies overrun the stage's transaction count");
+        .Message(expected.Exceeds(delivered.value())
+                     ? "the stage's barrier would never complete"
+                     : "the copies overrun the stage's transaction count");
 }
 
 // Barrier participation: the empty barrier counts every consumer warp's release and the full

@@ -68,12 +68,12 @@ int SwizzleBytes(ir::Representation::Kind k) {
   }
 }
 
-int64_t BufferStageBytes(const ir::Buffer& b) {
+CheckedInt BufferStageBytes(const ir::Buffer& b) {
   const int bits = DTypeBits(b.dtype());
-  int64_t elems = 1;
+  CheckedInt elems = 1;
   const auto& dims = b.shape().dims();
   for (int i = 0; i < dims.size(); ++i) {
-    int64_t extent = ConstDim(dims[i]).value_or(0);
+    CheckedInt extent = ConstDim(dims[i]).value_or(0);
     if (i == dims.size() - 1 && b.representation().kind() == ir::Representation::ROW_MAJOR)
       extent += b.representation().padding_elements();
     if (i == 0 && dims.size() > 1 && b.representation().kind() == ir::Representation::COL_MAJOR)

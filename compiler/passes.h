@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cake/ir.pb.h"
+#include "checked_int.h"
 #include "diagnostics.h"
 #include "graph.h"
 #include "targets.h"
@@ -60,7 +61,7 @@ bool IsRowMajorFamily(ir::Representation::Kind k);
 // The swizzle span in bytes (32/64/128), 0 for an unswizzled representation.
 int SwizzleBytes(ir::Representation::Kind k);
 // Derived shared-memory bytes of one stage of a buffer (rows x padded row bytes).
-int64_t BufferStageBytes(const ir::Buffer& b);
+CheckedInt BufferStageBytes(const ir::Buffer& b);
 // Stages a buffer occupies (its pipeline's stage count, or 1).
 int BufferStages(const KernelGraph& g, const ir::Buffer& b);
 
@@ -83,10 +84,13 @@ struct SharedRegionPlan {
 
 // Shared-memory layout as lowering will allocate it: each buffer's stages contiguous, regions
 // 128-byte aligned, in declaration (canonical) order; transaction barriers last.
+// A layout whose arithmetic overflowed says so (`overflowed`, total_bytes saturated at INT64_MAX):
+// the resource pass rejects it; nothing lowers it.
 struct SharedPlan {
   std::vector<SharedRegionPlan> regions;
   int64_t barrier_bytes = 0;
   int64_t total_bytes = 0;
+  bool overflowed = false;
 };
 SharedPlan PlanShared(const KernelGraph& g);
 

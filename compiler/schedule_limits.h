@@ -32,4 +32,20 @@ inline constexpr int kMaxPersistentCtas = 1 << 20;
 inline constexpr int kMaxPortfolioMembers = 16;
 inline constexpr int64_t kMaxGuardMultiple = int64_t{1} << 20;
 
+// Bounds of the sizes a schedule states (DIAG_INVALID_VALUE beyond them, at construction). They
+// keep every product analysis forms far from 64-bit overflow; analysis computes them with
+// CheckedInt all the same, and a figure that overflows fails its budget check.
+// A constant dimension of a tensor, buffer or accumulator: 1 <= size <= 2^31.
+inline constexpr int64_t kMaxDimExtent = int64_t{1} << 31;
+// Dimensions of one shape.
+inline constexpr int kMaxRank = 8;
+// Padding elements of a row (Representation.padding_elements): 0 <= padding <= 2^16.
+inline constexpr int64_t kMaxPaddingElements = int64_t{1} << 16;
+// Bytes of one stage of a buffer, and of an accumulator tile: at most 2^40.
+inline constexpr int64_t kMaxBufferBytes = int64_t{1} << 40;
+// Warps along one side of an accumulator's warp grid (a CTA has at most 32 warps).
+inline constexpr int kMaxWarpGrid = 32;
+// A work tile's rows or columns, and a k-loop's tile extent: 0 <= extent <= 2^16.
+inline constexpr int kMaxTileExtent = 1 << 16;
+
 }  // namespace cake::compiler

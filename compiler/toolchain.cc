@@ -5,6 +5,7 @@
 #include <fstream>
 #include <regex>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -238,19 +239,33 @@ int64_t CountSassForm(const std::map<std::string, int64_t>& census, absl::string
   return total;
 }
 
-std::vector<SourceError> ParseNvccErrors(absl::string_view log, absl::string_view source_name) {
-  std::vector<SourceError> errors;
-  const std::string marker = absl::StrCat(source_name, "(");
+ToolchainDiagnostics FilterNvccLog(absl::string_view log, absl::string_view source_path) {
+  constexpr size_t kMaxShownBytes = 400;
+  ToolchainDiagnostics out;
+  const std::string marker = absl::StrCat(source_path, "(");
+  const std::string shown_name(fs::path(std::string(source_path)).filename().string());
   for (absl::string_view line : absl::StrSplit(log, '\n')) {
-    const size_t at = line.find(marker);
-    if (at == absl::string_view::npos) continue;
-    absl::string_view rest = line.substr(at + marker.size());
-    const size_t close = rest.find(')');
+    if (absl::StripAsciiWhitespace(line).empty()) continue;
     int n = 0;
-    if (close == absl::string_view::npos || !absl::SimpleAtoi(rest.substr(0, close), &n)) continue;
-    errors.push_back({n, std::string(line)});
+    absl::string_view rest = line;
+    const bool about_source = absl::ConsumePrefix(&rest, marker) && [&] {
+      const size_t close = rest.find("): ");
+      if (close == absl::string_view::npos || !absl::SimpleAtoi(rest.substr(0, close), &n))
+        return false;
+      rest.remove_prefix(close);
+      return n > 0;
+    }();
+    if (!about_source) {
+      ++out.withheld_lines;
+      continue;
+    }
+    std::string text = absl::StrCat(shown_name, "(", n, rest.substr(0, kMaxShownBytes));
+    // nvcc quotes the generated source, which is printable ASCII; anything else is not shown.
+    for (char& c : text)
+      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+    out.errors.push_back({n, std::move(text)});
   }
-  return errors;
+  return out;
 }
 
 }  // namespace cake::compiler

@@ -64,11 +64,19 @@ std::map<std::string, int64_t> SassCensus(absl::string_view sass);
 // "LDGSTS.E.BYPASS.LTC128B.128").
 int64_t CountSassForm(const std::map<std::string, int64_t>& census, absl::string_view form);
 
-// Lines of nvcc diagnostics that name `source_name(LINE)`, with the line number.
+// What of a toolchain log may be shown to whoever proposed the schedule: only the lines about
+// the generated source itself, which begin with its path (as nvcc was given it) and a line
+// number, shown as "kernel.cu(LINE): ..."; every other line (an included file's, a context line,
+// the toolchain's own chatter) is withheld and only counted. The raw log stays with the
+// operator (ArtifactStore::KeepFailedBuild).
 struct SourceError {
   int line = 0;
   std::string text;
 };
-std::vector<SourceError> ParseNvccErrors(absl::string_view log, absl::string_view source_name);
+struct ToolchainDiagnostics {
+  std::vector<SourceError> errors;
+  int withheld_lines = 0;  // non-empty lines not shown
+};
+ToolchainDiagnostics FilterNvccLog(absl::string_view log, absl::string_view source_path);
 
 }  // namespace cake::compiler

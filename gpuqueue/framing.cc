@@ -39,6 +39,10 @@ absl::Status Unframe(const std::string& bytes, google::protobuf::MessageLite* m)
   if (bytes.size() - 4 < n)
     return absl::InvalidArgumentError(
         absl::StrCat("truncated frame: ", bytes.size() - 4, " of ", n, " bytes"));
+  // A stream carries exactly one frame: bytes after it are a second writer or garbage.
+  if (bytes.size() - 4 > n)
+    return absl::InvalidArgumentError(
+        absl::StrCat(bytes.size() - 4 - n, " bytes follow the ", n, "-byte frame"));
   if (!m->ParseFromArray(bytes.data() + 4, static_cast<int>(n)))
     return absl::InvalidArgumentError("frame does not parse");
   return absl::OkStatus();

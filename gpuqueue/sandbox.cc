@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/subprocess.h"
+#include "base/text.h"
 #include "framing.h"
 
 namespace cake::gpuqueue {
@@ -18,9 +19,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string Tail(const std::string& s, size_t n = 400) {
-  return s.size() <= n ? s : s.substr(s.size() - n);
-}
+// The end of a worker's stderr as text: any bytes, repaired to UTF-8 and cut at a character.
+std::string Tail(const std::string& s, size_t n = 400) { return base::Utf8Suffix(s, n); }
 
 // Removes the job directory however the worker left it.
 struct JobDir {

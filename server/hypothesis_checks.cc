@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/text.h"
 #include "error_detail.h"
 
 namespace cake::server {
@@ -49,7 +50,7 @@ absl::Status CheckText(const char* field, const std::string& text) {
   if (static_cast<int>(words.size()) < kMinHypothesisWords || specific == 0)
     return InvalidField(
         absl::StrCat("hypothesis.", field),
-        absl::StrCat("hypothesis.", field, " '", text.substr(0, 80),
+        absl::StrCat("hypothesis.", field, " '", base::Utf8Prefix(text, 80),
                      "' is too vague: say which quantity changes and by how much, or which result "
                      "refutes it "
                      "(at least ",
@@ -90,7 +91,7 @@ absl::Status CheckBranchName(const std::string& name) {
   if (ok) return absl::OkStatus();
   return InvalidField(
       "branch",
-      absl::StrCat("branch '", name.substr(0, 80), "' is not a branch name: 1-",
+      absl::StrCat("branch '", base::Utf8Prefix(name, 80), "' is not a branch name: 1-",
                    kMaxBranchNameBytes,
                    " bytes of letters, digits and '. _ / -', starting with a letter or digit"),
       static_cast<int64_t>(kMaxBranchNameBytes));

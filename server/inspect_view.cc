@@ -5,14 +5,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/text.h"
 #include "candidate_view.h"
 
 namespace cake::server {
 namespace {
 
-std::string Clip(const std::string& s, size_t n) {
-  return s.size() <= n ? s : absl::StrCat(s.substr(0, n), "...");
-}
+// Cut at a character boundary: a reply with a split character is refused whole by clients.
+std::string Clip(const std::string& s, size_t n) { return base::ClipUtf8(s, n); }
 
 // The latest measurement run that was not invalid, or nullptr.
 const evidence::Measurement* LatestValidRun(const evidence::Candidate& c) {

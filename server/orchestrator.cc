@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "base/status_macros.h"
+#include "base/text.h"
 #include "candidate_view.h"
 #include "compiler/analysis.h"
 #include "compiler/canonical.h"
@@ -650,7 +651,8 @@ absl::StatusOr<std::optional<v1::ProposeReply>> Orchestrator::AnswerRepeatedFail
   reply.set_note(absl::StrCat(
       "this hypothesis (the same parent, changed decisions and expected effect) failed as ",
       failed->id, " (", evidence::CandidateState_Name(failed->state),
-      failed->status_note.empty() ? "" : absl::StrCat(": ", failed->status_note.substr(0, 300)),
+      failed->status_note.empty() ? ""
+                                  : absl::StrCat(": ", base::Utf8Prefix(failed->status_note, 300)),
       "); nothing was queued. To try it again, cite a candidate recorded since in "
       "hypothesis.new_evidence"));
   CAKE_RETURN_IF_ERROR(ledger_->events().Add(

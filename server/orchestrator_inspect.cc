@@ -2,6 +2,7 @@
 // decides what the reply holds.
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "base/text.h"
 #include "candidate_view.h"
 #include "inspect_view.h"
 #include "orchestrator.h"
@@ -61,7 +62,7 @@ absl::StatusOr<v1::InspectReply> Orchestrator::Inspect(const v1::InspectRequest&
     f.set_candidate_id(h.id);
     f.set_branch(h.branch);
     f.set_state(h.state);
-    f.set_note(h.status_note.substr(0, 300));
+    f.set_note(base::Utf8Prefix(h.status_note, 300));
     CAKE_ASSIGN_OR_RETURN(evidence::Hypothesis hyp, ledger_->candidates().HypothesisOf(h.id));
     *f.mutable_changed_decisions() = hyp.changed_decisions();
   }

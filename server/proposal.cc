@@ -1,10 +1,13 @@
 #include "proposal.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "compiler/canonical.h"
 #include "compiler/portfolio.h"
 #include "compiler/schedule_limits.h"
+#include "compiler/schedule_names.h"
 #include "error_detail.h"
 #include "google/protobuf/text_format.h"
 
@@ -25,6 +28,22 @@ absl::StatusOr<compiler::ParsedModule> ReadSchedule(const std::string& text,
                                                     const std::string& file) {
   auto parsed = compiler::ParseModuleText(text, file);
   if (!parsed.ok()) return ParseRefusal(field, parsed.status(), text.size());
+  // Names are data: one that is not an identifier is refused here, before anything is queued
+  // or compiled (the verifier's construction pass says the same of a schedule analyzed alone).
+  if (const std::vector<compiler::NameViolation> bad = compiler::FindNameViolations(parsed->module);
+      !bad.empty()) {
+    const compiler::NameViolation& v = bad.front();
+    const report::SourceSpan at = parsed->source_map.Lookup(v.path);
+    v1::ErrorDetail d;
+    d.set_diagnostic_id(report::DIAG_INVALID_NAME);
+    d.set_field(absl::StrCat(field, ".", v.path));
+    return WithDetail(
+        absl::InvalidArgumentError(absl::StrCat(
+            file, ":", std::max(at.line(), 1), ":", std::max(at.column(), 1), ": ", v.path, " \"",
+            v.value, "\" is not a valid name: it ", v.rule,
+            bad.size() > 1 ? absl::StrCat(" (and ", bad.size() - 1, " more names)") : "")),
+        d);
+  }
   if (parsed->module.kernels().empty())
     return InvalidField(field, absl::StrCat(file,
                                             ":1:1: the schedule declares no kernel; an empty "

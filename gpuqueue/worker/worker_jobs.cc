@@ -6,12 +6,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <random>
 #include <regex>
 #include <sstream>
 #include <string_view>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/files.h"
@@ -388,14 +390,24 @@ worker::Reply RunProbe() {
 
 }  // namespace
 
+namespace {
+
+// A count as the tool printed it; one too large for an int is still that many errors.
+int ErrorCount(const std::string& digits) {
+  int n = 0;
+  return absl::SimpleAtoi(digits, &n) ? n : std::numeric_limits<int>::max();
+}
+
+}  // namespace
+
 int SanitizerErrors(const std::string& tool, const std::string& output) {
   std::smatch m;
   if (tool == "racecheck") {
     static const std::regex race("RACECHECK SUMMARY: \\d+ hazards? displayed \\((\\d+) errors?");
-    if (std::regex_search(output, m, race)) return std::stoi(m[1].str());
+    if (std::regex_search(output, m, race)) return ErrorCount(m[1].str());
   }
   static const std::regex summary("ERROR SUMMARY: (\\d+) errors?");
-  if (std::regex_search(output, m, summary)) return std::stoi(m[1].str());
+  if (std::regex_search(output, m, summary)) return ErrorCount(m[1].str());
   return -1;
 }
 

@@ -12,7 +12,7 @@
 namespace cake::compiler {
 namespace {
 
-constexpr char kVersion[] = "kmeans_argmin/3";
+constexpr char kVersion[] = "kmeans_argmin/4";
 
 absl::Status Unsupported(absl::string_view why) {
   return LoweringUnsupported("kmeans_argmin", why);
@@ -129,6 +129,11 @@ constexpr char kBetter[] =
   return i >= 0 && (bi < 0 || v < bv || (v == bv && i < bi));
 })";
 
+// The kernel's parameter identifiers: the lowering's own, never the schedule's names (names are
+// data; the launch spec binds arguments by position). They are the bundled example's names.
+constexpr char kX[] = "X", kC[] = "C", kIdx[] = "idx", kDist[] = "dist", kB[] = "B", kN[] = "N",
+               kK[] = "K", kD[] = "D";
+
 LoweredKernel Emit(const ArgminPlan& p, const TargetInfo& target, const std::string& hash) {
   LoweredKernel out;
   out.kernel_symbol = absl::StrCat("cake_", p.kernel_name, "_", hash.substr(0, 12));
@@ -146,11 +151,11 @@ LoweredKernel Emit(const ArgminPlan& p, const TargetInfo& target, const std::str
   w.Line("");
   w.Line(absl::StrCat("extern \"C\" __global__ void __launch_bounds__(kThreads) ",
                       out.kernel_symbol, "("));
-  w.Line(absl::StrCat("    const __nv_bfloat16* ", RestrictQualifier(p, p.a), p.a,
-                      ", const __nv_bfloat16* ", RestrictQualifier(p, p.b), p.b, ","));
-  w.Line(absl::StrCat("    int* ", RestrictQualifier(p, p.idx), p.idx, ", float* ",
-                      RestrictQualifier(p, p.dist), p.dist, ", int ", p.batch, ", int ", p.n,
-                      ", int ", p.k, ", int ", p.d, ") {"));
+  w.Line(absl::StrCat("    const __nv_bfloat16* ", RestrictQualifier(p, p.a), kX,
+                      ", const __nv_bfloat16* ", RestrictQualifier(p, p.b), kC, ","));
+  w.Line(absl::StrCat("    int* ", RestrictQualifier(p, p.idx), kIdx, ", float* ",
+                      RestrictQualifier(p, p.dist), kDist, ", int ", kB, ", int ", kN, ", int ", kK,
+                      ", int ", kD, ") {"));
   w.Begin(p.op_role);
   w.Line("  extern __shared__ __align__(128) unsigned char smem[];");
   w.Line("  __shared__ float column_norm[kTileN], row_norm[kTileM];");
@@ -161,10 +166,10 @@ LoweredKernel Emit(const ArgminPlan& p, const TargetInfo& target, const std::str
   w.Line("  const int warp_m = warp / kWarpsN, warp_n = warp % kWarpsN;");
   w.Begin(p.op_tiles);
   w.Line("  const int batch = blockIdx.y, m0 = blockIdx.x * kTileM;");
-  w.Line(absl::StrCat("  const __nv_bfloat16* xb = ", p.a, " + int64_t(batch) * ", p.n, " * ", p.d,
-                      ";"));
-  w.Line(absl::StrCat("  const __nv_bfloat16* cb = ", p.b, " + int64_t(batch) * ", p.k, " * ", p.d,
-                      ";"));
+  w.Line(
+      absl::StrCat("  const __nv_bfloat16* xb = ", kX, " + int64_t(batch) * ", kN, " * ", kD, ";"));
+  w.Line(
+      absl::StrCat("  const __nv_bfloat16* cb = ", kC, " + int64_t(batch) * ", kK, " * ", kD, ";"));
   w.Line("  // The norms come from the staged tiles as they pass (zero-filled tails add nothing):");
   w.Line("  // the points' on the first centroid tile, the centroids' on every one.");
   w.Line("  float x_norm = 0.0f;");
@@ -175,9 +180,9 @@ LoweredKernel Emit(const ArgminPlan& p, const TargetInfo& target, const std::str
   w.Line("    best[i][0] = best[i][1] = 0.0f;");
   w.Line("    best_index[i][0] = best_index[i][1] = -1;");
   w.Line("  }");
-  w.Line(absl::StrCat("  for (int n0 = 0; n0 < ", p.k, "; n0 += kTileN) {"));
+  w.Line(absl::StrCat("  for (int n0 = 0; n0 < ", kK, "; n0 += kTileN) {"));
   w.Line("    float c_norm = 0.0f;");
-  MainloopTerms terms{"xb", "cb", p.n, p.k, p.d};
+  MainloopTerms terms{"xb", "cb", kN, kK, kD};
   terms.after_consume = {
       "    if (tid < kTileN) c_norm += StagedRowNorm(smem + kOffsetB + stage * kStageBytesB, "
       "tid * kRowB);",
@@ -201,7 +206,7 @@ LoweredKernel Emit(const ArgminPlan& p, const TargetInfo& target, const std::str
   w.Line("        for (int e = 0; e < 2; ++e) {");
   w.Line("          const int local = warp_n * kWarpTileN + j * 8 + (lane & 3) * 2 + e;");
   w.Line("          const float v = -2.0f * acc[i][j][2 * h + e] + column_norm[local];");
-  w.Line(absl::StrCat("          if (n0 + local < ", p.k,
+  w.Line(absl::StrCat("          if (n0 + local < ", kK,
                       " && isfinite(v) && (best_index[i][h] < 0 || v < best[i][h])) {"));
   w.Line("            best[i][h] = v;");
   w.Line("            best_index[i][h] = n0 + local;");
@@ -230,7 +235,7 @@ LoweredKernel Emit(const ArgminPlan& p, const TargetInfo& target, const std::str
   w.Line("      }");
   w.Line("    }");
   w.Line("  __syncthreads();");
-  w.Line(absl::StrCat("  if (tid < kTileM && m0 + tid < ", p.n, ") {"));
+  w.Line(absl::StrCat("  if (tid < kTileM && m0 + tid < ", kN, ") {"));
   w.Line("    float v = partial_value[0][tid];");
   w.Line("    int index = partial_index[0][tid];");
   w.Line("#pragma unroll");
@@ -239,9 +244,9 @@ LoweredKernel Emit(const ArgminPlan& p, const TargetInfo& target, const std::str
   w.Line("        v = partial_value[wn][tid];");
   w.Line("        index = partial_index[wn][tid];");
   w.Line("      }");
-  w.Line(absl::StrCat("    const int64_t out = int64_t(batch) * ", p.n, " + m0 + tid;"));
-  w.Line(absl::StrCat("    ", p.idx, "[out] = index >= 0 ? index : ", p.k, ";"));
-  w.Line(absl::StrCat("    ", p.dist,
+  w.Line(absl::StrCat("    const int64_t out = int64_t(batch) * ", kN, " + m0 + tid;"));
+  w.Line(absl::StrCat("    ", kIdx, "[out] = index >= 0 ? index : ", kK, ";"));
+  w.Line(absl::StrCat("    ", kDist,
                       "[out] = index >= 0 ? v + row_norm[tid] : __int_as_float(0x7fc00000);"));
   w.Line("  }");
   w.End(p.op_reduce);

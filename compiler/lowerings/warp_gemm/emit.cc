@@ -6,6 +6,14 @@
 #include "absl/strings/str_join.h"
 
 namespace cake::compiler {
+namespace {
+
+// The kernel's parameter identifiers. They are the lowering's own, never the schedule's names:
+// names are data (the launch spec binds arguments by position), so nothing an agent writes
+// becomes code. They are the bundled example's names, so its source reads as the schedule does.
+constexpr char kA[] = "A", kB[] = "B", kC[] = "C", kM[] = "M", kN[] = "N", kK[] = "K";
+
+}  // namespace
 
 LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
                            const std::string& schedule_hash) {
@@ -31,11 +39,11 @@ LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
   w.Line(absl::StrCat("extern \"C\" __global__ void __launch_bounds__(kThreads", tma ? ", 1" : "",
                       ") ", out.kernel_symbol, "("));
   if (tma)
-    w.Line(absl::StrCat("    const __grid_constant__ TensorMap tmap_", p.a,
-                        ", const __grid_constant__ TensorMap tmap_", p.b, ","));
+    w.Line(absl::StrCat("    const __grid_constant__ TensorMap tmap_", kA,
+                        ", const __grid_constant__ TensorMap tmap_", kB, ","));
   else
-    w.Line(absl::StrCat("    const __nv_bfloat16* ", RestrictQualifier(p, p.a), p.a,
-                        ", const __nv_bfloat16* ", RestrictQualifier(p, p.b), p.b, ","));
+    w.Line(absl::StrCat("    const __nv_bfloat16* ", RestrictQualifier(p, p.a), kA,
+                        ", const __nv_bfloat16* ", RestrictQualifier(p, p.b), kB, ","));
   // The merged split-K kernel takes its workspace last (LaunchSpec WORKSPACE).
   const bool merged = p.k_slices > 1 && !p.k_merge_none;
   // After the main loop only the compute threads remain (the loader warp has left): they
@@ -45,8 +53,8 @@ LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
           ? "asm volatile(\"bar.sync 1, %0;\\n\" ::\"n\"(kComputeThreads) : \"memory\");"
           : "__syncthreads();";
   const std::string first_thread = p.warp_specialized ? "ctid == 0" : "tid == 0";
-  w.Line(absl::StrCat("    ", out_t, "* ", RestrictQualifier(p, p.c), p.c, ", int ", p.m, ", int ",
-                      p.n, ", int ", p.k, merged ? ", float* workspace" : "", ") {"));
+  w.Line(absl::StrCat("    ", out_t, "* ", RestrictQualifier(p, p.c), kC, ", int ", kM, ", int ",
+                      kN, ", int ", kK, merged ? ", float* workspace" : "", ") {"));
   w.Begin(p.op_role);
   w.Line(
       absl::StrCat("  extern __shared__ __align__(", tma ? 1024 : 128, ") unsigned char smem[];"));
@@ -72,10 +80,10 @@ LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
   } else {
     w.Line("  const int m0 = blockIdx.y * kTileM, n0 = blockIdx.x * kTileN;");
   }
-  MainloopTerms terms{p.a, p.b, p.m, p.n, p.k};
+  MainloopTerms terms{kA, kB, kM, kN, kK};
   if (tma) {
-    terms.a_map = "tmap_" + p.a;
-    terms.b_map = "tmap_" + p.b;
+    terms.a_map = absl::StrCat("tmap_", kA);
+    terms.b_map = absl::StrCat("tmap_", kB);
   }
   if (p.persistent) {  // a refill's tile is the step's, which may be the next tile
     terms.a_row0 = "pm0";
@@ -105,18 +113,18 @@ LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
                         const std::string& cvt0, const std::string& cvt1) {
     w.Line(absl::StrCat("        ", t, "* dst = ", dst, ";"));
     if (p.mask_store) {
-      w.Line(absl::StrCat("        if (row >= ", p.m, ") continue;"));
-      w.Line(absl::StrCat("        if (col + 1 < ", p.n, " && (", p.n, " & 1) == 0) {"));
+      w.Line(absl::StrCat("        if (row >= ", kM, ") continue;"));
+      w.Line(absl::StrCat("        if (col + 1 < ", kN, " && (", kN, " & 1) == 0) {"));
       w.Line(absl::StrCat("          ", pair));
       w.Line("        } else {");
-      w.Line(absl::StrCat("          if (col < ", p.n, ") dst[0] = ", cvt0, ";"));
-      w.Line(absl::StrCat("          if (col + 1 < ", p.n, ") dst[1] = ", cvt1, ";"));
+      w.Line(absl::StrCat("          if (col < ", kN, ") dst[0] = ", cvt0, ";"));
+      w.Line(absl::StrCat("          if (col + 1 < ", kN, ") dst[1] = ", cvt1, ";"));
       w.Line("        }");
     } else {
       w.Line(absl::StrCat("        ", pair, "  // full tiles proven by the contract"));
     }
   };
-  const std::string out_at = absl::StrCat(p.c, " + int64_t(row) * ", p.n, " + col");
+  const std::string out_at = absl::StrCat(kC, " + int64_t(row) * ", kN, " + col");
   const std::string pair_store =
       bf16_out ? "*reinterpret_cast<__nv_bfloat162*>(dst) = __floats2bfloat162_rn(v0, v1);"
                : "*reinterpret_cast<float2*>(dst) = make_float2(v0, v1);";
@@ -130,13 +138,12 @@ LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
         "  // itself in the tile's arrival counter; the last to arrive adds the partials in slice");
     w.Line(
         "  // order (the same sum whichever CTA is last), stores the tile and zeroes the counter.");
-    w.Line(absl::StrCat("  const int64_t slice_elems = int64_t(", p.m, ") * ", p.n, ";"));
+    w.Line(absl::StrCat("  const int64_t slice_elems = int64_t(", kM, ") * ", kN, ";"));
     for_each_pair();
     w.Line("        const float v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];");
-    store_pair(
-        "float",
-        absl::StrCat("workspace + blockIdx.z * slice_elems + int64_t(row) * ", p.n, " + col"),
-        float_pair, "v0", "v1");
+    store_pair("float",
+               absl::StrCat("workspace + blockIdx.z * slice_elems + int64_t(row) * ", kN, " + col"),
+               float_pair, "v0", "v1");
     w.Line("      }");
     w.Line("  __threadfence();  // partials visible device-wide before this slice is counted");
     w.Line("  " + sync_compute);
@@ -162,10 +169,10 @@ LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
     w.Line("          }");
     w.Line(
         absl::StrCat("          const float* src = workspace + s * slice_elems + int64_t(row) * ",
-                     p.n, " + col;"));
+                     kN, " + col;"));
     if (p.mask_store) {
-      w.Line(absl::StrCat("          if (row < ", p.m, " && col < ", p.n, ") v0 += __ldcg(src);"));
-      w.Line(absl::StrCat("          if (row < ", p.m, " && col + 1 < ", p.n,
+      w.Line(absl::StrCat("          if (row < ", kM, " && col < ", kN, ") v0 += __ldcg(src);"));
+      w.Line(absl::StrCat("          if (row < ", kM, " && col + 1 < ", kN,
                           ") v1 += __ldcg(src + 1);"));
     } else {
       w.Line("          v0 += __ldcg(src);");
@@ -205,13 +212,13 @@ LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
     const std::string vector_store =
         "*reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);";
     if (p.mask_store) {
-      w.Line(absl::StrCat("    if (row >= ", p.m, ") continue;"));
+      w.Line(absl::StrCat("    if (row >= ", kM, ") continue;"));
       // A chunk is stored whole where it lies inside N and rows start 16-byte aligned.
-      w.Line(absl::StrCat("    if (col + kChunkElems <= ", p.n, " && ", p.n,
-                          " % kChunkElems == 0) {"));
+      w.Line(
+          absl::StrCat("    if (col + kChunkElems <= ", kN, " && ", kN, " % kChunkElems == 0) {"));
       w.Line("      " + vector_store);
       w.Line("    } else {");
-      w.Line(absl::StrCat("      for (int e = 0; e < kChunkElems && col + e < ", p.n,
+      w.Line(absl::StrCat("      for (int e = 0; e < kChunkElems && col + e < ", kN,
                           "; ++e) dst[e] = src[e];"));
       w.Line("    }");
     } else {

@@ -16,7 +16,7 @@
 
 namespace cake::compiler {
 
-inline constexpr absl::string_view kWarpGemmLoweringVersion = "warp_gemm/7";
+inline constexpr absl::string_view kWarpGemmLoweringVersion = "warp_gemm/8";
 
 // The shared tiling (warp_tiles.h) plus the GEMM's own: its tensors, output type and store.
 struct WarpGemmPlan : WarpTiles {
