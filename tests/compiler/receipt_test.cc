@@ -95,6 +95,12 @@ TEST(ReceiptSpace, EveryCandidateCompiles) {
       ASSERT_TRUE(c->receipt.has_value()) << p.Describe() << compiler::ToJson(c->analysis);
       EXPECT_EQ(c->receipt->outcome(), report::LoweringReceipt::PASS)
           << t << " " << p.Describe() << compiler::ToJson(*c->receipt);
+      // What the kernel is launched with is what analysis planned and budgeted.
+      EXPECT_EQ(c->receipt->resources().shared_dynamic_bytes(),
+                c->analysis.resources().shared_bytes())
+          << p.Describe();
+      EXPECT_EQ(c->receipt->launch().dynamic_shared_bytes(), c->analysis.resources().shared_bytes())
+          << p.Describe();
       cubins.insert(c->receipt->cubin_sha256());
     }
     EXPECT_EQ(cubins.size(), workloads::gemm_bf16::WarpGemmFamily().size())

@@ -1,12 +1,14 @@
 // Generated-corpus fuzzing of parse -> analyze (every target) -> emit: thousands of mutants of
 // the examples and the illegal corpus. Nothing may crash; every accepted input gets a verdict;
-// every rejected input gets an error diagnostic. The libFuzzer target (parse_analyze_fuzzer.cc,
-// CAKE_FUZZ=ON with clang) explores the same entry point without a bound.
+// every rejected input gets an error diagnostic; every emitted source passes the emission audit.
+// The libFuzzer target (parse_analyze_fuzzer.cc, CAKE_FUZZ=ON with clang) explores the same entry
+// point without a bound.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
 #include "compiler/compiler.h"
+#include "compiler/emission_audit.h"
 #include "mutate.h"
 #include "tests/compiler/test_util.h"
 
@@ -44,6 +46,11 @@ void CheckOne(const std::string& text, int* parsed_count, int* verified_count) {
     if (v == report::VERIFIED) {
       ++*verified_count;
       EXPECT_TRUE(e.source.has_value());
+    }
+    // The oracle the libFuzzer target applies: what a verified mutant emits passes the audit.
+    if (e.source) {
+      const auto problems = compiler::AuditEmittedSource(*parsed, t, {}, e.analysis, *e.source);
+      EXPECT_TRUE(problems.empty()) << problems.front() << "\n" << text;
     }
   }
 }

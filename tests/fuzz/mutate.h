@@ -12,43 +12,20 @@ namespace cake::fuzz {
 
 inline std::string Mutate(const std::string& text, std::mt19937_64& rng) {
   static const char* kNumbers[] = {
-      "0",    "-1",   "1",    "2",     "3",          "7",           "8",
-      "15",   "17",   "31",   "33",    "64",         "255",         "256",
-      "1023", "1024", "4096", "65536", "2147483647", "-2147483648", "9223372036854775807"};
-  static const char* kWords[] = {"SM_90",
-                                 "SM_120A",
-                                 "BF16",
-                                 "F16",
-                                 "F32",
-                                 "E4M3",
-                                 "E2M1",
-                                 "UE8M0",
-                                 "COL_MAJOR",
-                                 "ROW_MAJOR",
-                                 "SWIZZLE_128B",
-                                 "SWIZZLE_64B",
-                                 "PACKED_FP4",
-                                 "TMA",
-                                 "CP_ASYNC",
-                                 "SYNC_STORE",
-                                 "MASK_NONE",
-                                 "MASK_ZERO_FILL",
-                                 "NON_UNIFORM",
-                                 "LDMATRIX_X4_TRANS",
-                                 "LDMATRIX_X2",
-                                 "LDMATRIX_M16N16_B8",
-                                 "WARPGROUP_ASYNC",
-                                 "M16N8K32",
-                                 "M8N8K4",
-                                 "OPERAND_B",
-                                 "READ_ONLY",
-                                 "ELECTED_LANE",
-                                 "TILE_N_K",
-                                 "\"\"",
-                                 "\"A\"",
-                                 "\"acc\"",
-                                 "\"ab\"",
-                                 "\"compute\""};
+      "0", "-1", "1", "2", "3", "7", "8", "15", "17", "31", "33", "64", "255", "256", "1023",
+      "1024", "4096", "65536", "2147483647", "-2147483648", "9223372036854775807",
+      // Size bounds and the products that once wrapped (2^31, 2^40, 2^60, the fuzz finding).
+      "2147483648", "1099511627776", "1152921504606846976", "4444444444444445120"};
+  static const char* kWords[] = {
+      "SM_90", "SM_120A", "BF16", "F16", "F32", "E4M3", "E2M1", "UE8M0", "COL_MAJOR", "ROW_MAJOR",
+      "SWIZZLE_128B", "SWIZZLE_64B", "PACKED_FP4", "TMA", "CP_ASYNC", "SYNC_STORE", "MASK_NONE",
+      "MASK_ZERO_FILL", "NON_UNIFORM", "LDMATRIX_X4_TRANS", "LDMATRIX_X2", "LDMATRIX_M16N16_B8",
+      "WARPGROUP_ASYNC", "M16N8K32", "M8N8K4", "OPERAND_B", "READ_ONLY", "ELECTED_LANE", "TILE_N_K",
+      "\"\"", "\"A\"", "\"acc\"", "\"ab\"", "\"compute\"",
+      // Names that must stay data: injections, keywords, reserved
+      // names, and the lowering's own identifiers.
+      "\"A/*x*/\"", "\"x\\n#include \\\"/etc/hostname\\\"\"", "\"int\"", "\"__x\"", "\"tid\"",
+      "\"kTileK\"", "\"threadIdx\""};
   std::string s = text;
   std::uniform_int_distribution<int> kind(0, 5);
   std::vector<std::string> lines;

@@ -10,6 +10,7 @@
 #include "compiler/analysis.h"
 #include "compiler/portfolio.h"
 #include "tests/compiler/test_util.h"
+#include "tests/fuzz/quiet_init.h"
 
 namespace {
 

@@ -17,6 +17,7 @@
 #include "ledger/ledger.h"
 #include "server/orchestrator.h"
 #include "server/request_limits.h"
+#include "tests/fuzz/quiet_init.h"
 
 namespace {
 

@@ -14,6 +14,7 @@
 #include "protocol/paired_verdict.h"
 #include "server/candidate_view.h"
 #include "server/eligibility.h"
+#include "tests/fuzz/quiet_init.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data), size);

@@ -98,6 +98,11 @@ TEST(Framing, RoundTripAndTruncation) {
   EXPECT_FALSE(gpuqueue::Unframe(f.substr(0, f.size() - 1), &back).ok());
   EXPECT_FALSE(gpuqueue::Unframe("\xff\xff\xff\x7f", &back).ok());
   EXPECT_FALSE(gpuqueue::Unframe("", &back).ok());
+  // One frame per stream: anything after it is refused, never ignored.
+  const absl::Status trailing = gpuqueue::Unframe(f + "x", &back);
+  EXPECT_EQ(trailing.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(trailing.message().find("1 bytes follow"), std::string::npos) << trailing;
+  EXPECT_FALSE(gpuqueue::Unframe(f + f, &back).ok());
 }
 
 TEST(Sandbox, ProbeWithoutDriverSaysNoDevice) {

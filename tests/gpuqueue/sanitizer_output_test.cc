@@ -3,6 +3,8 @@
 // count that decides "unwritten".
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "gpuqueue/worker/validate_runner.h"
 #include "gpuqueue/worker/worker_jobs.h"
 #include "workloads/workload.h"
@@ -27,6 +29,14 @@ TEST(SanitizerOutput, SummariesAreCountedPerTool) {
             0);
   EXPECT_EQ(gpuqueue::SanitizerErrors("initcheck", "the target crashed before any summary\n"), -1)
       << "no summary is no verdict";
+  // A count past an int is still that many errors, never an exception out of the worker.
+  EXPECT_EQ(gpuqueue::SanitizerErrors("memcheck",
+                                      "========= ERROR SUMMARY: 99999999999999999999 "
+                                      "errors\n"),
+            std::numeric_limits<int>::max());
+  EXPECT_EQ(gpuqueue::SanitizerErrors("racecheck",
+                                      "RACECHECK SUMMARY: 5 hazards displayed (4294967296 errors"),
+            std::numeric_limits<int>::max());
 }
 
 TEST(SanitizeJob, WithoutTheToolEveryRecordIsNotRunNeverPassed) {

@@ -115,5 +115,38 @@ TEST(InspectView, SectionsAreAddedWhileTheReplyFitsAndTheRestAreNamed) {
   EXPECT_DOUBLE_EQ(runs.candidate().measurements(0).rows(0).median_ratio(), 1.013);
 }
 
+// Notes and messages are cut at a character, never inside one: a reply with a split UTF-8
+// character is refused whole by clients (the Python runtime raises on it).
+TEST(InspectView, TextIsCutAtCharacterBoundaries) {
+  std::mt19937 rng(std::random_device{}());
+  InspectInputs in = Inputs(rng);
+  const std::string multibyte = "x" + std::string(400, '\0');
+  std::string note = "x";
+  for (int i = 0; i < 400; ++i) note += "\xc3\xa9";  // e-acute, 2 bytes: byte 300 is inside one
+  in.candidate.set_status_note(note);
+  in.candidate.set_state(evidence::REJECTED);
+  in.candidate.mutable_diagnostics(0)->set_message(note);
+  const v1::InspectReply r = InspectView(in, {v1::DIAGNOSTICS}, kDefaultInspectBytes);
+  std::string serialized;
+  ASSERT_TRUE(r.SerializeToString(&serialized));
+  v1::InspectReply back;
+  EXPECT_TRUE(back.ParseFromString(serialized)) << "the reply must be valid UTF-8";
+  bool clipped = false;
+  for (const std::string& line : r.bottlenecks()) {
+    clipped |= line.find("...") != std::string::npos;
+    for (size_t i = 0; i < line.size(); ++i) {
+      const unsigned char c = static_cast<unsigned char>(line[i]);
+      if (c == 0xc3) {
+        ASSERT_LT(i + 1, line.size()) << "a character is split at the end of: " << line;
+        EXPECT_EQ(static_cast<unsigned char>(line[i + 1]), 0xa9);
+      }
+      if (c == 0xa9) {
+        EXPECT_EQ(static_cast<unsigned char>(line[i - 1]), 0xc3) << line;
+      }
+    }
+  }
+  EXPECT_TRUE(clipped);
+}
+
 }  // namespace
 }  // namespace cake::server
