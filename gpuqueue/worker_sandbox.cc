@@ -25,6 +25,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "base/status_macros.h"
 
 namespace cake::gpuqueue {
@@ -362,7 +363,21 @@ absl::StatusOr<std::unique_ptr<PreparedSandbox>> PrepareSandbox(const SandboxSpe
     std::set<std::string> protect;
     for (const std::string& p : spec.protected_dirs) protect.insert(Canonical(p));
     if (protect.count("/")) return absl::InvalidArgumentError("the root cannot be protected");
-    absl::Status s = rules.AllowReadExcept("/", protect);
+    absl::Status s;
+    if (spec.readable.empty()) {
+      s = rules.AllowReadExcept("/", protect);
+    } else {
+      std::set<std::string> roots(spec.readable.begin(), spec.readable.end());
+      for (const char* p : kSystemReadable) roots.insert(Canonical(p));
+      for (const std::string& r : roots) {
+        const std::string root = Canonical(r);
+        bool inside_protected = false;
+        for (const std::string& p : protect)
+          inside_protected |= root == p || absl::StartsWith(root, p + "/");
+        if (!inside_protected && s.ok()) s = rules.AllowReadExcept(root, protect);
+      }
+      if (s.ok()) s = rules.Allow("/dev", kFsReadDir);
+    }
     const uint64_t all = attr.handled_access_fs;
     std::vector<std::string> writable = spec.writable;
     writable.push_back(spec.job_dir);
@@ -449,6 +464,37 @@ absl::StatusOr<std::unique_ptr<PreparedSandbox>> PrepareSandbox(const SandboxSpe
   in_force.push_back("seccomp deny-list");
   sb->description_ = absl::StrJoin(in_force, ", ");
   return sb;
+}
+
+std::vector<std::string> WorkerReadSet(const std::string& worker_path,
+                                       const std::map<std::string, std::string>& env,
+                                       const std::vector<std::string>& tools) {
+  std::set<std::string> out;
+  auto add = [&](const fs::path& p) {
+    std::error_code ec;
+    const fs::path c = fs::canonical(p, ec);
+    if (!ec && c != "/") out.insert(c.string());
+  };
+  if (!worker_path.empty()) add(fs::path(Canonical(worker_path)).parent_path());
+  for (const std::string& tool : tools) {
+    if (tool.empty()) continue;
+    std::error_code ec;
+    const fs::path found = fs::canonical(tool, ec);
+    if (ec) continue;
+    if (fs::is_directory(found, ec)) {  // a toolkit root such as $CUDA_HOME
+      add(found);
+      continue;
+    }
+    const fs::path bin = found.parent_path();
+    add(bin.filename() == "bin" ? bin.parent_path() : bin);
+  }
+  for (const char* var : {"PATH", "LD_LIBRARY_PATH"}) {
+    auto it = env.find(var);
+    if (it == env.end()) continue;
+    for (absl::string_view dir : absl::StrSplit(it->second, ':', absl::SkipEmpty()))
+      if (absl::StartsWith(dir, "/")) add(std::string(dir));
+  }
+  return {out.begin(), out.end()};
 }
 
 }  // namespace cake::gpuqueue

@@ -6,7 +6,9 @@
 //      bounds them), address space for CPU jobs (RLIMIT_AS breaks CUDA's VA reservations, so GPU
 //      jobs are bounded by the cgroup's memory.max instead);
 //   3. no new privileges;
-//   4. Landlock (where the kernel has it): everything readable except the protected directories
+//   4. Landlock (where the kernel has it): readable only what a compile and a run need (the
+//      system's libraries and tools, kSystemReadable; the toolkit, the worker and the library
+//      folders, SandboxSpec::readable; the job's directory) and never the protected directories
 //      (the state directory: ledger, tokens, keys), writable only the job's directory and the
 //      artifact store, GPU device nodes openable (and /proc writable: the driver names its
 //      threads) only for GPU jobs, no TCP, no signals to or
@@ -21,6 +23,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,9 +33,36 @@
 
 namespace cake::gpuqueue {
 
+// Read (and execute) beneath these in every worker: the system's own trees, and from /etc only
+// the files the loader, the C library and the driver read (never /etc as a whole: hostname,
+// machine-id, keys). /dev is listable only; its nodes are granted one by one.
+inline constexpr const char* kSystemReadable[] = {"/usr",
+                                                  "/lib",
+                                                  "/lib32",
+                                                  "/lib64",
+                                                  "/libx32",
+                                                  "/bin",
+                                                  "/sbin",
+                                                  "/opt",
+                                                  "/proc",
+                                                  "/sys",
+                                                  "/etc/ld.so.cache",
+                                                  "/etc/ld.so.conf",
+                                                  "/etc/ld.so.conf.d",
+                                                  "/etc/localtime",
+                                                  "/etc/nsswitch.conf",
+                                                  "/etc/passwd",
+                                                  "/etc/group",
+                                                  "/etc/alternatives",
+                                                  "/etc/nvidia"};
+
 struct SandboxSpec {
-  std::string job_dir;                      // read-write: cwd, HOME, TMPDIR
-  std::vector<std::string> writable;        // read-write trees (the artifact store)
+  std::string job_dir;                // read-write: cwd, HOME, TMPDIR
+  std::vector<std::string> writable;  // read-write trees (the artifact store)
+  // Read-execute trees beyond kSystemReadable: the toolkit, the worker's folder, library
+  // folders (WorkerReadSet). Empty: the wide rule, everything readable but protected_dirs (for
+  // callers that cannot say; caked always says).
+  std::vector<std::string> readable;
   std::vector<std::string> protected_dirs;  // nothing below is readable (but `writable`)
   bool gpu = false;                         // GPU device nodes read-write
   int cgroup_procs_fd = -1;                 // join this cgroup first (-1: none)
@@ -70,6 +100,14 @@ class PreparedSandbox {
 };
 
 absl::StatusOr<std::unique_ptr<PreparedSandbox>> PrepareSandbox(const SandboxSpec& spec);
+
+// What a worker must read and execute beyond kSystemReadable: the worker's own folder, each
+// tool's installation (the folder above the bin/ it lies in, found through symlinks: the
+// toolkit's nvvm/, include/ and lib64/ beside nvcc), and every folder named by PATH and
+// LD_LIBRARY_PATH in `env`. Canonical paths, sorted, without duplicates; missing ones dropped.
+std::vector<std::string> WorkerReadSet(const std::string& worker_path,
+                                       const std::map<std::string, std::string>& env,
+                                       const std::vector<std::string>& tools);
 
 // Whether the workers' seccomp filter can be loaded here: loads it in a short-lived child.
 // FailedPrecondition with the reason when the system refuses it (qemu-user does, EINVAL).

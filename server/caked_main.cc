@@ -18,9 +18,11 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/cli_layers.h"
 #include "base/digest.h"
 #include "base/files.h"
+#include "compiler/toolchain.h"
 #include "config.h"
 #include "gpuqueue/nvml.h"
 #include "gpuqueue/worker_sandbox.h"
@@ -227,6 +229,20 @@ int main(int argc, char** argv) {
         "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CUDA_HOME"})
     if (const char* v = getenv(pass)) ocfg.worker_env[pass] = v;
   if (const char* faults = getenv("CAKE_WORKER_FAULT_DIR")) ocfg.worker_writable.push_back(faults);
+  {
+    // A worker reads the toolkit it compiles with, its own folder and its libraries, and no
+    // other file outside the system's trees.
+    std::vector<std::string> tools;
+    if (auto tc = cake::compiler::DetectToolchain(); tc.ok()) tools = {tc->nvcc, tc->cuobjdump};
+    for (const char* var : {"CAKE_NVCC", "CAKE_CUOBJDUMP", "CAKE_COMPUTE_SANITIZER", "CAKE_LIBCUDA",
+                            "CAKE_LIBNVML", "CUDA_HOME"})
+      if (auto it = ocfg.worker_env.find(var); it != ocfg.worker_env.end())
+        tools.push_back(it->second);
+    ocfg.worker_readable = cake::gpuqueue::WorkerReadSet(cfg.worker_path, ocfg.worker_env, tools);
+    if (cfg.confine_workers)
+      spdlog::info("confined workers read the system's trees and: {}",
+                   absl::StrJoin(ocfg.worker_readable, " "));
+  }
   ocfg.state_dir = cfg.state_dir;
   ocfg.containment_scope = cake::base::Sha256Hex(cfg.state_dir).substr(0, 12);
   ocfg.confine_workers = cfg.confine_workers;

@@ -174,6 +174,7 @@ gpuqueue::SandboxOptions Orchestrator::WorkerOptions(const std::string& job_name
     gpuqueue::SandboxSpec spec;
     spec.job_dir = (fs::path(config_.state_dir) / "work" / job_name).string();
     spec.writable = config_.worker_writable;
+    spec.readable = config_.worker_readable;
     spec.writable.push_back(config_.store_root);
     spec.writable.push_back((fs::path(config_.store_root) / "tmp").string());
     spec.run_as_uid = config_.worker_uid;

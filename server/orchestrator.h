@@ -56,6 +56,9 @@ struct OrchestratorConfig {
   int64_t job_file_size_bytes = int64_t{4} << 30;          // RLIMIT_FSIZE. Default: 4 GiB
   int64_t job_max_processes = 512;           // RLIMIT_NPROC headroom without a pids controller
   std::vector<std::string> worker_writable;  // extra read-write trees for workers (test hooks)
+  // What confined workers may read beyond the system's trees (gpuqueue::WorkerReadSet): the
+  // toolkit, the worker's folder, library folders. Empty: everything but the state directory.
+  std::vector<std::string> worker_readable;
   int64_t worker_uid = -1, worker_gid = -1;  // a root daemon's workers run as these; -1 = same
   std::string contract_id_key;  // secret of the keyed contract ids (STATE_DIR/keys/contract-id)
 };

@@ -2,9 +2,11 @@
 // garbage each turned into a readable failure.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
+#include "absl/strings/str_cat.h"
 #include "gpuqueue/framing.h"
 #include "gpuqueue/sandbox.h"
 #include "gpuqueue/worker_sandbox.h"
@@ -25,10 +27,12 @@ gpuqueue::SandboxOptions Options(const fs::path& faults) {
 }
 
 // A confined shell (a GPU job's sandbox): what it may write under /proc, what stays closed.
-base::SubprocessResult RunConfinedShell(const fs::path& state, const std::string& script) {
+base::SubprocessResult RunConfinedShell(const fs::path& state, const std::string& script,
+                                        std::vector<std::string> readable = {}) {
   gpuqueue::SandboxSpec spec;
   spec.job_dir = (state / "work" / "job").string();
   spec.protected_dirs = {state.string()};
+  spec.readable = std::move(readable);
   spec.gpu = true;
   fs::create_directories(spec.job_dir);
   auto sb = gpuqueue::PrepareSandbox(spec);
@@ -36,7 +40,8 @@ base::SubprocessResult RunConfinedShell(const fs::path& state, const std::string
   base::SubprocessOptions o;
   o.child_setup = (*sb)->steps();
   o.working_dir = spec.job_dir;
-  o.timeout = std::chrono::seconds(10);
+  o.env["TMPDIR"] = spec.job_dir;
+  o.timeout = std::chrono::seconds(60);
   auto r = base::RunSubprocess({"/bin/sh", "-c", script}, o);
   EXPECT_TRUE(r.ok()) << r.status();
   return *r;
@@ -56,6 +61,51 @@ TEST(WorkerSandbox, OwnThreadNamesWritableOthersNot) {
   auto secret = RunConfinedShell(state, "cat " + (state / "secret").string());
   EXPECT_NE(secret.exit_code, 0);
   EXPECT_EQ(secret.stdout_bytes.find("s3cret"), std::string::npos);
+}
+
+// caked's workers read the system's trees, their toolkit, their own folder and their job
+// directory: a file elsewhere (planted where the worker uid could read it) and /etc beyond the
+// loader's and the C library's files are closed, and nvcc still compiles.
+TEST(WorkerSandbox, TheReadSetHoldsWhatACompileNeedsAndNothingElse) {
+  if (gpuqueue::LandlockAbi() == 0) GTEST_SKIP() << "no Landlock in this kernel";
+  const fs::path state = testing::FreshDir("sandbox-readset");
+  const fs::path elsewhere = testing::FreshDir("sandbox-planted");
+  std::ofstream(elsewhere / "planted") << "PLANTED";
+  const char* nvcc = "/usr/local/cuda/bin/nvcc";
+  const std::vector<std::string> readable = gpuqueue::WorkerReadSet(
+      CAKE_WORKER_PATH, {{"PATH", "/usr/bin:/bin"}, {"LD_LIBRARY_PATH", "/nonexistent"}}, {nvcc});
+  EXPECT_NE(std::find(readable.begin(), readable.end(),
+                      fs::canonical(fs::path(CAKE_WORKER_PATH).parent_path()).string()),
+            readable.end());
+  for (const std::string& r : readable)
+    EXPECT_NE(r, fs::canonical(elsewhere).string()) << "the planted folder is in the read set";
+
+  auto planted = RunConfinedShell(state, "cat " + (elsewhere / "planted").string(), readable);
+  EXPECT_NE(planted.exit_code, 0);
+  EXPECT_EQ(planted.stdout_bytes.find("PLANTED"), std::string::npos);
+  if (fs::exists("/etc/hostname")) {
+    auto hostname = RunConfinedShell(state, "cat /etc/hostname", readable);
+    EXPECT_NE(hostname.exit_code, 0) << hostname.stdout_bytes;
+  }
+  auto allowed = RunConfinedShell(
+      state, "cat /etc/passwd >/dev/null && ls /usr/bin >/dev/null && echo ok > own && cat own",
+      readable);
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.stderr_bytes;
+  EXPECT_EQ(allowed.stdout_bytes, "ok\n");
+  // The same shell with the old, wide rule reads the planted file: the read set is what closes it.
+  auto wide = RunConfinedShell(state, "cat " + (elsewhere / "planted").string());
+  EXPECT_EQ(wide.stdout_bytes, "PLANTED");
+
+  if (!fs::exists(nvcc)) GTEST_SKIP() << "no toolkit at " << nvcc;
+  auto compiled = RunConfinedShell(
+      state,
+      absl::StrCat("printf '__global__ void k(float* x) { x[0] = 1; }\\n' > k.cu && ", nvcc,
+                   " -arch=sm_90 -cubin -o k.cubin k.cu && test -s k.cubin && echo compiled"),
+      readable);
+  EXPECT_EQ(compiled.exit_code, 0) << compiled.stderr_bytes;
+  EXPECT_EQ(compiled.stdout_bytes, "compiled\n");
+  fs::remove_all(elsewhere);
+  fs::remove_all(state);
 }
 
 // The start-up probe and a confined child agree: where the probe says seccomp filters load, a
