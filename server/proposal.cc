@@ -28,6 +28,10 @@ absl::StatusOr<compiler::ParsedModule> ReadSchedule(const std::string& text,
                                                     const std::string& file) {
   auto parsed = compiler::ParseModuleText(text, file);
   if (!parsed.ok()) return ParseRefusal(field, parsed.status(), text.size());
+  if (parsed->module.kernels().empty())
+    return InvalidField(field, absl::StrCat(file,
+                                            ":1:1: the schedule declares no kernel; an empty "
+                                            "schedule is not a candidate"));
   // Names are data: one that is not an identifier is refused here, before anything is queued
   // or compiled (the verifier's construction pass says the same of a schedule analyzed alone).
   if (const std::vector<compiler::NameViolation> bad = compiler::FindNameViolations(parsed->module);
@@ -44,10 +48,6 @@ absl::StatusOr<compiler::ParsedModule> ReadSchedule(const std::string& text,
             bad.size() > 1 ? absl::StrCat(" (and ", bad.size() - 1, " more names)") : "")),
         d);
   }
-  if (parsed->module.kernels().empty())
-    return InvalidField(field, absl::StrCat(file,
-                                            ":1:1: the schedule declares no kernel; an empty "
-                                            "schedule is not a candidate"));
   return parsed;
 }
 

@@ -72,15 +72,16 @@ TEST(NameRule, IdentifiersPassAndEverythingElseSaysWhich) {
   }
 }
 
-// Each form in each name field of both bundled schedules: rejected by construction with
+// Each form in each name field of every bundled example: rejected by construction with
 // DIAG_INVALID_NAME at exactly that field, nothing else said (no other message quotes the bytes),
 // and no source emitted.
 TEST(NameRule, EveryInjectionFormInEveryNameFieldIsRejectedAtConstruction) {
   int tried = 0;
-  for (const char* example : {"examples/gemm_bf16.textproto", "examples/kmeans_assign.textproto"}) {
-    const ir::Module base = testing::MustParse(testing::SourceDir() / example).module;
+  for (const auto& example : fs::directory_iterator(testing::SourceDir() / "examples")) {
+    if (example.path().extension() != ".textproto") continue;
+    const ir::Module base = testing::MustParse(example.path()).module;
     const auto fields = testing::NameField::Of(base);
-    ASSERT_GT(fields.size(), 40u) << example;
+    ASSERT_GT(fields.size(), 20u) << example.path();
     for (const testing::NameField& f : fields)
       for (const std::string& form : testing::InjectionForms("/etc/hostname")) {
         const compiler::EmitResult e = compiler::Emit(Parsed(f.With(base, form)), Target("sm_90"));

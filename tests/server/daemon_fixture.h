@@ -67,10 +67,14 @@ class Daemon {
         pid_ = 0;
         return false;
       }
+      // The socket file appears at bind(), before listen(): a connect in between is refused, so
+      // the daemon is up once a connection succeeds, not when the file exists.
       if (std::filesystem::exists(state_ / "caked.sock") &&
           std::filesystem::exists(state_ / "tokens" / "agent")) {
         Connect();
-        return true;
+        if (channel_->WaitForConnected(std::chrono::system_clock::now() +
+                                       std::chrono::milliseconds(200)))
+          return true;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
@@ -137,14 +141,15 @@ class Daemon {
     // A restarted daemon listens on the same path: a fresh channel must not share a subchannel
     // still connected to the dead one.
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    stub_ = v1::CakeService::NewStub(
-        grpc::CreateCustomChannel(Address(), grpc::InsecureChannelCredentials(), args));
+    channel_ = grpc::CreateCustomChannel(Address(), grpc::InsecureChannelCredentials(), args);
+    stub_ = v1::CakeService::NewStub(channel_);
   }
   std::filesystem::path state_;
   std::string caked_;
   bool no_gpu_ = true;
   pid_t pid_ = 0;
   int exit_status_ = 0;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::CakeService::Stub> stub_;
 };
 

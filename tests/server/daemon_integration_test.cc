@@ -342,7 +342,7 @@ TEST_F(DaemonTest, CrashedAndHungWorkersLeaveFailureRecordsAndTheNextJobSucceeds
       << d.Log();
   const std::string contract = CreateContract(d);
   v1::ListCandidatesReply list;
-  ASSERT_TRUE(d.stub()->ListCandidates(d.Ctx().get(), {}, &list).ok());
+  ASSERT_TRUE(d.stub()->ListCandidates(d.Ctx().get(), {}, &list).ok()) << d.Log();
   ASSERT_TRUE(d.WaitFor(list.candidates(0).id(), Settled));
   auto space = workloads::gemm_bf16::WarpGemmCandidates();
 
