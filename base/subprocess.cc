@@ -25,8 +25,20 @@ namespace {
 
 void SetNonBlocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
-// Async-signal-safe: writes "cake: child setup: WHAT: errno N\n" to fd 2.
-void ChildFail(const char* what, int err) {
+// The child's report of a failure before exec, on the status pipe (fd kStatusFd in the child,
+// close-on-exec: a successful exec closes it unread).
+struct StartFailure {
+  int step;  // index into child_setup, or -1 for execve itself
+  int err;
+  int uid;  // the child's effective uid when it failed (after any uid change)
+};
+constexpr int kStatusFd = 3;
+
+// Async-signal-safe: reports on the status pipe, writes "cake: child setup failed: WHAT: errno
+// N\n" to fd 2 and exits.
+void ChildFail(int step, const char* what, int err) {
+  const StartFailure f{step, err, static_cast<int>(geteuid())};
+  (void)!write(kStatusFd, &f, sizeof(f));
   char buf[256];
   size_t n = 0;
   auto put = [&](const char* s) {
@@ -82,9 +94,9 @@ absl::StatusOr<SubprocessResult> RunSubprocess(const std::vector<std::string>& a
   auto exe = FindOnPath(argv[0]);
   if (!exe) return absl::NotFoundError(absl::StrCat(argv[0], ": not found or not executable"));
 
-  int in_pipe[2], out_pipe[2], err_pipe[2];
+  int in_pipe[2], out_pipe[2], err_pipe[2], status_pipe[2];
   if (pipe2(in_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0 ||
-      pipe2(err_pipe, O_CLOEXEC) != 0)
+      pipe2(err_pipe, O_CLOEXEC) != 0 || pipe2(status_pipe, O_CLOEXEC) != 0)
     return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
 
   // Build argv/envp before fork: the child only calls async-signal-safe functions.
@@ -118,15 +130,19 @@ absl::StatusOr<SubprocessResult> RunSubprocess(const std::vector<std::string>& a
     dup2(in_pipe[0], 0);
     dup2(out_pipe[1], 1);
     dup2(err_pipe[1], 2);
+    dup3(status_pipe[1], kStatusFd, O_CLOEXEC);
     if (!options.working_dir.empty() && chdir(options.working_dir.c_str()) != 0)
-      ChildFail("chdir", errno);
-    for (const ChildStep& step : options.child_setup)
-      if (const int err = step.run(); err != 0) ChildFail(step.what, err);
-    // Only 0-2 cross into the child, whatever the parent forgot to mark close-on-exec.
-    syscall(SYS_close_range, 3U, ~0U, 0U);
+      ChildFail(-2, "chdir", errno);
+    for (size_t i = 0; i < options.child_setup.size(); ++i)
+      if (const int err = options.child_setup[i].run(); err != 0)
+        ChildFail(static_cast<int>(i), options.child_setup[i].what, err);
+    // Only 0-2 (and the close-on-exec status pipe) cross into the child, whatever the parent
+    // forgot to mark close-on-exec.
+    syscall(SYS_close_range, static_cast<unsigned>(kStatusFd + 1), ~0U, 0U);
     execve(exe->c_str(), cargv.data(), cenv.data());
-    _exit(127);
+    ChildFail(-1, "execve", errno);
   }
+  close(status_pipe[1]);
   setpgid(pid, pid);  // also from the parent: no race with an early kill
   if (options.on_start) options.on_start(pid);
   if (spawning.owns_lock()) spawning.unlock();
@@ -140,6 +156,28 @@ absl::StatusOr<SubprocessResult> RunSubprocess(const std::vector<std::string>& a
   close(in_pipe[0]);
   close(out_pipe[1]);
   close(err_pipe[1]);
+  // EOF on the status pipe means the exec happened; a record means the child never became
+  // `argv[0]`: that is an error of starting it (with the errno and the uid it ran as), not a
+  // result of running it.
+  StartFailure failure{};
+  ssize_t got = 0;
+  do {
+    got = read(status_pipe[0], &failure, sizeof(failure));
+  } while (got < 0 && errno == EINTR);
+  close(status_pipe[0]);
+  if (got == static_cast<ssize_t>(sizeof(failure))) {
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    for (int fd : {in_pipe[1], out_pipe[0], err_pipe[0]}) close(fd);
+    const std::string what = failure.step == -1 ? "execve"
+                             : failure.step == -2
+                                 ? "chdir"
+                                 : options.child_setup[static_cast<size_t>(failure.step)].what;
+    return absl::FailedPreconditionError(
+        absl::StrCat(argv[0], ": cannot start it (", what, " as uid ", failure.uid,
+                     "): ", std::strerror(failure.err), " (errno ", failure.err, ")"));
+  }
   SetNonBlocking(in_pipe[1]);
   SetNonBlocking(out_pipe[0]);
   SetNonBlocking(err_pipe[0]);
@@ -241,10 +279,6 @@ absl::StatusOr<SubprocessResult> RunSubprocess(const std::vector<std::string>& a
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result.term_signal = WTERMSIG(status);
-  if (!result.timed_out && !result.output_limit_exceeded && result.watchdog_reason.empty() &&
-      result.exit_code == 127 && result.term_signal == 0 && result.stdout_bytes.empty() &&
-      result.stderr_bytes.empty())
-    return absl::NotFoundError(absl::StrCat(argv[0], ": could not be executed"));
   return result;
 }
 

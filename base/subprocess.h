@@ -21,7 +21,8 @@ namespace cake::base {
 
 // One step run in the child between fork and exec, in order. It must be async-signal-safe (no
 // allocation, no locks: build everything it needs before the call). Returns 0, or an errno value
-// that aborts the exec (the child writes `what` and the error to its stderr and exits 126).
+// that aborts the exec: RunSubprocess then fails with FailedPrecondition naming the step (`what`),
+// the uid the child had and the errno, as it does when execve itself fails.
 struct ChildStep {
   const char* what = "";
   std::function<int()> run;
@@ -67,8 +68,9 @@ struct SubprocessResult {
   std::string Describe() const;  // "exit 1", "killed by signal 9", "timed out after 2.0 s"
 };
 
-// NotFound if argv[0] cannot be executed; otherwise the child's outcome (a failing child is a
-// successful call).
+// NotFound if argv[0] is not found; FailedPrecondition when the child never became argv[0] (a
+// setup step or execve failed: "ARGV0: cannot start it (execve as uid 65534): Permission denied
+// (errno 13)"); otherwise the child's outcome (a failing child is a successful call).
 absl::StatusOr<SubprocessResult> RunSubprocess(const std::vector<std::string>& argv,
                                                const SubprocessOptions& options = {});
 

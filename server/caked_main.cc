@@ -22,7 +22,6 @@
 #include "base/cli_layers.h"
 #include "base/digest.h"
 #include "base/files.h"
-#include "compiler/toolchain.h"
 #include "config.h"
 #include "gpuqueue/nvml.h"
 #include "gpuqueue/worker_sandbox.h"
@@ -35,6 +34,7 @@
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/sinks/systemd_sink.h"
 #include "spdlog/spdlog.h"
+#include "worker_paths.h"
 
 namespace fs = std::filesystem;
 using cake::server::DaemonConfig;
@@ -229,20 +229,6 @@ int main(int argc, char** argv) {
         "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CUDA_HOME"})
     if (const char* v = getenv(pass)) ocfg.worker_env[pass] = v;
   if (const char* faults = getenv("CAKE_WORKER_FAULT_DIR")) ocfg.worker_writable.push_back(faults);
-  {
-    // A worker reads the toolkit it compiles with, its own folder and its libraries, and no
-    // other file outside the system's trees.
-    std::vector<std::string> tools;
-    if (auto tc = cake::compiler::DetectToolchain(); tc.ok()) tools = {tc->nvcc, tc->cuobjdump};
-    for (const char* var : {"CAKE_NVCC", "CAKE_CUOBJDUMP", "CAKE_COMPUTE_SANITIZER", "CAKE_LIBCUDA",
-                            "CAKE_LIBNVML", "CUDA_HOME"})
-      if (auto it = ocfg.worker_env.find(var); it != ocfg.worker_env.end())
-        tools.push_back(it->second);
-    ocfg.worker_readable = cake::gpuqueue::WorkerReadSet(cfg.worker_path, ocfg.worker_env, tools);
-    if (cfg.confine_workers)
-      spdlog::info("confined workers read the system's trees and: {}",
-                   absl::StrJoin(ocfg.worker_readable, " "));
-  }
   ocfg.state_dir = cfg.state_dir;
   ocfg.containment_scope = cake::base::Sha256Hex(cfg.state_dir).substr(0, 12);
   ocfg.confine_workers = cfg.confine_workers;
@@ -260,6 +246,10 @@ int main(int argc, char** argv) {
       fs::create_directories(d, ec);
       ::chmod(d.c_str(), 0755);
     }
+  }
+  if (absl::Status s = cake::server::PrepareWorkerPaths(cfg, &ocfg); !s.ok()) {
+    spdlog::critical("{}", std::string(s.message()));
+    return 1;
   }
   cake::server::Orchestrator orch(ledger->get(), ocfg);
   auto boot_bytes = cake::base::RandomBytes(8);

@@ -46,6 +46,9 @@ void AddDaemonOptions(CLI::App& app, DaemonConfig* c) {
         "RLIMIT_AS of compile workers");
   app.add_option("--worker-user", c->worker_user, "User a root caked runs its workers as")
       ->capture_default_str();
+  app.add_option("--runtime-dir", c->runtime_dir,
+                 "Folder for copies of executables the worker uid cannot reach (default "
+                 "$RUNTIME_DIRECTORY, else /run/cake/SCOPE)");
   app.add_option("--metrics-file", c->metrics_file,
                  "Prometheus textfile (node_exporter's textfile collector) to keep current");
 }

@@ -32,7 +32,11 @@ struct DaemonConfig {
   int64_t compile_address_space_bytes = int64_t{8} << 30;  // RLIMIT_AS of compile workers
   std::string log_level = "info";      // trace | debug | info | warn | error | critical
   std::string worker_user = "nobody";  // a root caked's workers run as this user ("" = root)
-  std::string metrics_file;            // Prometheus textfile, rewritten every few seconds
+  // Where a root caked keeps copies of executables its workers' uid cannot reach where they
+  // lie (a checkout in a 0700 folder). Default: $RUNTIME_DIRECTORY (systemd), else
+  // /run/cake/SCOPE.
+  std::string runtime_dir;
+  std::string metrics_file;  // Prometheus textfile, rewritten every few seconds
 };
 
 // Registers `--config` and one option per DaemonConfig field on `app`, bound to `config`.
