@@ -78,9 +78,32 @@ for q in queries:
     for row in cur:
         print("  " + " | ".join(str(v) for v in row))
 PY
+# The round's verdict: at least one candidate must reach the furthest state this machine allows
+# (Measured with an execution device, Compiled without one); the exit code says whether it did.
+status_json=$("$bin/cakectl" -o json status)
+verdict=0
+python3 - "$state/ledger.db" "$status_json" <<'PY' || verdict=$?
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+status = json.loads(sys.argv[2])
+device = bool(status.get("execution_device", False))
+goal, goal_name = (5, "Measured") if device else (3, "Compiled")
+rows = db.execute("SELECT state, status_note FROM candidates ORDER BY seq").fetchall()
+reached = sum(1 for state, _ in rows if goal <= state < 8)
+rejected = [note for state, note in rows if state == 8]
+if reached > 0:
+    print(f"== demo verdict: {reached} of {len(rows)} candidate(s) reached {goal_name}"
+          f" ({'with' if device else 'without'} an execution device)")
+    sys.exit(0)
+why = (f"{len(rejected)} of {len(rows)} rejected, the first: {rejected[0][:200]}" if rejected
+       else f"{len(rows)} candidate(s), none settled")
+print(f"== demo verdict: FAILED: no candidate reached {goal_name}: {why}")
+sys.exit(1)
+PY
 echo "== stopping caked"
 kill -TERM $daemon
 wait $daemon || true
 trap - EXIT
 tail -n 2 "$state/caked.log" | sed 's/^/  caked: /'
 echo "state kept in $state"
+exit $verdict
