@@ -34,6 +34,7 @@
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/sinks/systemd_sink.h"
 #include "spdlog/spdlog.h"
+#include "state_lock.h"
 #include "worker_paths.h"
 
 namespace fs = std::filesystem;
@@ -153,6 +154,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   cfg.state_dir = fs::absolute(cfg.state_dir).lexically_normal().string();
+  // Nothing in the state directory is touched before this daemon owns it.
+  auto state_lock = cake::server::StateLock::Acquire(cfg.state_dir, cfg.listen);
+  if (!state_lock.ok()) {
+    spdlog::critical("{}", std::string(state_lock.status().message()));
+    return 1;
+  }
   // A root caked runs its workers as an unprivileged user: they may traverse the state
   // directory to reach their job directories and the artifact store (0751), nothing more.
   int64_t worker_uid = -1, worker_gid = -1;
