@@ -245,7 +245,8 @@ int main(int argc, char** argv) {
       "  cakectl inspect --contract ct-... \n"
       "  cakectl inspect c3-... --section diagnostics\n"
       "  cakectl watch --until-idle --timeout 600\n"
-      "  cakectl measure c3-... --key m-1");
+      "  cakectl measure c3-... --key m-1\n"
+      "  cakectl retry c3-...");
   app.require_subcommand(1);
   app.fallthrough();  // global options may follow the subcommand
   // Flags > $CAKE_ADDR, $CAKE_TOKEN_FILE, $CAKE_OUTPUT > the config file (server, token_file,
@@ -313,6 +314,11 @@ int main(int argc, char** argv) {
       app.add_subcommand("measure", "Ask for a paired measurement against the incumbent");
   measure->add_option("ID", candidate_id)->required();
   measure->add_option("--key", key, "Idempotency key: a retry with it queues no second run");
+  auto* retry = app.add_subcommand(
+      "retry",
+      "Re-queue a candidate's jobs the machine failed too often (blocked: a full disk, a missing "
+      "tool or device); see `cakectl status`");
+  retry->add_option("ID", candidate_id)->required();
   auto* watch = app.add_subcommand("watch", "Stream events as NDJSON");
   int64_t after = 0;
   bool until_idle = false;
@@ -607,6 +613,18 @@ int main(int argc, char** argv) {
     grpc::Status s = client->Measure(ctx.get(), req, &r);
     if (!s.ok()) return ExitFor(s);
     std::cout << (table ? absl::StrCat("measure job ", r.job_id(), " queued\n") : Json(r));
+    return kOk;
+  }
+  if (retry->parsed()) {
+    svc::RetryRequest req;
+    req.set_candidate_id(candidate_id);
+    svc::RetryReply r;
+    auto ctx = client.Ctx();
+    grpc::Status s = client->Retry(ctx.get(), req, &r);
+    if (!s.ok()) return ExitFor(s);
+    std::cout << (table ? absl::StrCat(r.requeued_jobs(), " blocked job(s) of ", candidate_id,
+                                       " re-queued\n")
+                        : Json(r));
     return kOk;
   }
   if (watch->parsed()) {

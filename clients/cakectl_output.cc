@@ -43,6 +43,13 @@ void PrintStatus(const svc::StatusReply& s) {
   for (const auto& f : s.recent_failures())
     std::cout << "  job " << f.job_id() << " (" << f.kind() << ", " << f.candidate_id()
               << "): " << f.error() << "\n";
+  if (!s.machine_failure().empty())
+    std::cout << "machine:   latest failure " << s.machine_failure() << "\n";
+  if (!s.blocked_jobs().empty())
+    std::cout << "blocked (the machine failed them; `cakectl retry ID` re-queues):\n";
+  for (const auto& f : s.blocked_jobs())
+    std::cout << "  job " << f.job_id() << " (" << f.kind() << ", " << f.candidate_id()
+              << "): " << f.error() << "\n";
 }
 
 void PrintInspect(const svc::InspectReply& r) {

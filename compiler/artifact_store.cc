@@ -4,7 +4,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -18,18 +20,24 @@ namespace {
 
 absl::Status WriteFileSynced(const fs::path& path, const std::string& bytes) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return absl::InternalError(absl::StrCat("cannot write ", path.string()));
+  if (fd < 0)
+    return absl::UnavailableError(
+        absl::StrCat("cannot write ", path.string(), ": ", std::strerror(errno)));
   size_t off = 0;
   while (off < bytes.size()) {
     const ssize_t w = ::write(fd, bytes.data() + off, bytes.size() - off);
     if (w <= 0) {
       ::close(fd);
-      return absl::InternalError(absl::StrCat("short write to ", path.string()));
+      return absl::UnavailableError(
+          absl::StrCat("short write to ", path.string(), ": ", std::strerror(errno)));
     }
     off += static_cast<size_t>(w);
   }
-  ::fsync(fd);
-  ::close(fd);
+  const bool synced = ::fsync(fd) == 0;
+  const int err = errno;
+  if (::close(fd) != 0 || !synced)
+    return absl::UnavailableError(
+        absl::StrCat("cannot write ", path.string(), ": ", std::strerror(synced ? errno : err)));
   return absl::OkStatus();
 }
 
@@ -79,7 +87,8 @@ absl::Status ArtifactStore::Publish(const std::string& key, const std::string& d
   std::error_code ec;
   fs::remove_all(tmp, ec);
   fs::create_directories(tmp, ec);
-  if (ec) return absl::InternalError(absl::StrCat("cannot create ", tmp.string()));
+  if (ec)
+    return absl::UnavailableError(absl::StrCat("cannot create ", tmp.string(), ": ", ec.message()));
   for (const auto& [name, bytes] : files) {
     absl::Status s = WriteFileSynced(tmp / name, bytes);
     if (!s.ok()) return s;
@@ -92,7 +101,7 @@ absl::Status ArtifactStore::Publish(const std::string& key, const std::string& d
   fs::remove_all(final_dir, ec);  // a corrupt entry is replaced whole
   fs::rename(tmp, final_dir, ec);
   if (ec)
-    return absl::InternalError(
+    return absl::UnavailableError(
         absl::StrCat("cannot publish ", final_dir.string(), ": ", ec.message()));
   return absl::OkStatus();
 }

@@ -128,13 +128,12 @@ absl::StatusOr<CompileResult> Compile(const ParsedModule& parsed, const TargetIn
       d->set_op_id(OpForLine(src.op_lines, e.line));
       d->set_message(e.text);
     }
-    if (shown.errors.empty() || shown.withheld_lines > 0) {
+    if (shown.withheld_lines > 0) {
       report::Diagnostic* d = r.add_failures();
       d->set_id(report::DIAG_TOOLCHAIN_ERROR);
-      d->set_severity(shown.errors.empty() ? report::ERROR : report::WARNING);
+      d->set_severity(report::WARNING);
       d->set_evidence(absl::StrCat(shown.withheld_lines, " lines of the toolchain's log withheld"));
       d->set_message(absl::StrCat(
-          shown.errors.empty() ? "nvcc failed with no error about the generated kernel.cu; " : "",
           shown.withheld_lines,
           " other lines of its log are not shown (the operator finds the raw log in the "
           "artifact store under failed/",
@@ -143,6 +142,13 @@ absl::StatusOr<CompileResult> Compile(const ParsedModule& parsed, const TargetIn
     const absl::Status kept = store.KeepFailedBuild(key, files, r);
     std::error_code ec;
     fs::remove_all(scratch, ec);
+    // No error about the generated source (a full disk, a crashed or timed-out tool): the
+    // machine failed, not the schedule; the job is retried, the schedule not judged.
+    if (shown.errors.empty())
+      return absl::UnavailableError(absl::StrCat(
+          "nvcc failed without an error about the generated source (", shown.withheld_lines,
+          " log lines withheld; the raw log is under failed/", key,
+          " in the artifact store): the toolchain or the machine failed, not the schedule"));
     if (!kept.ok()) return kept;
     return result;  // failed builds are not cached: the toolchain may be fixed
   }

@@ -1,13 +1,17 @@
 #include "toolchain.h"
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "admission.h"
@@ -119,12 +123,15 @@ absl::StatusOr<NvccOutput> RunNvcc(const Toolchain& tc, const TargetInfo& target
                                    const std::string& source, const std::string& workdir) {
   std::error_code ec;
   fs::create_directories(workdir, ec);
-  if (ec) return absl::InternalError(absl::StrCat("cannot create ", workdir, ": ", ec.message()));
+  if (ec)
+    return absl::UnavailableError(absl::StrCat("cannot create ", workdir, ": ", ec.message()));
   const fs::path dir(workdir);
   {
     std::ofstream out(dir / "kernel.cu", std::ios::binary);
     out << source;
-    if (!out) return absl::InternalError(absl::StrCat("cannot write ", workdir, "/kernel.cu"));
+    if (!out)
+      return absl::UnavailableError(
+          absl::StrCat("cannot write ", workdir, "/kernel.cu: ", std::strerror(errno)));
   }
   std::vector<std::string> argv = {tc.nvcc};
   for (const std::string& f : CompileFlags(target)) argv.push_back(f);
@@ -198,8 +205,8 @@ absl::StatusOr<std::string> DumpSass(const Toolchain& tc, const std::string& cub
   auto run = base::RunSubprocess({tc.cuobjdump, "-sass", cubin_path});
   if (!run.ok()) return run.status();
   if (!run->ok())
-    return absl::InternalError(absl::StrCat("cuobjdump -sass failed (", run->Describe(),
-                                            "): ", LastLine(run->stderr_bytes)));
+    return absl::UnavailableError(absl::StrCat("cuobjdump -sass failed (", run->Describe(),
+                                               "): ", LastLine(run->stderr_bytes)));
   return run->stdout_bytes;
 }
 
@@ -255,6 +262,19 @@ ToolchainDiagnostics FilterNvccLog(absl::string_view log, absl::string_view sour
       rest.remove_prefix(close);
       return n > 0;
     }();
+    // ptxas reads only the PTX generated from that source: its errors are about it too.
+    const absl::string_view stripped = absl::StripLeadingAsciiWhitespace(line);
+    if (!about_source && absl::StartsWith(stripped, "ptxas") &&
+        (absl::StrContains(stripped, "error") || absl::StrContains(stripped, "fatal"))) {
+      std::string text(stripped.substr(0, kMaxShownBytes));
+      absl::StrReplaceAll(
+          {{absl::StrCat(fs::path(std::string(source_path)).parent_path().string(), "/"), ""}},
+          &text);
+      for (char& c : text)
+        if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+      out.errors.push_back({0, std::move(text)});
+      continue;
+    }
     if (!about_source) {
       ++out.withheld_lines;
       continue;

@@ -66,9 +66,10 @@ int64_t CountSassForm(const std::map<std::string, int64_t>& census, absl::string
 
 // What of a toolchain log may be shown to whoever proposed the schedule: only the lines about
 // the generated source itself, which begin with its path (as nvcc was given it) and a line
-// number, shown as "kernel.cu(LINE): ..."; every other line (an included file's, a context line,
-// the toolchain's own chatter) is withheld and only counted. The raw log stays with the
-// operator (ArtifactStore::KeepFailedBuild).
+// number, shown as "kernel.cu(LINE): ...", and ptxas's errors (ptxas reads only the PTX made from
+// that source; line 0, the work folder's path dropped); every other line (an included file's, a
+// context line, the toolchain's own chatter) is withheld and only counted. The raw log stays with
+// the operator (ArtifactStore::KeepFailedBuild).
 struct SourceError {
   int line = 0;
   std::string text;

@@ -1,5 +1,7 @@
 #include "jobs.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "connection.h"
@@ -13,6 +15,7 @@ JobState ParseJobState(const std::string& s) {
   if (s == "DONE") return JobState::kDone;
   if (s == "FAILED") return JobState::kFailed;
   if (s == "INTERRUPTED") return JobState::kInterrupted;
+  if (s == "BLOCKED") return JobState::kBlocked;
   return JobState::kQueued;
 }
 
@@ -29,12 +32,14 @@ Job ReadJob(const Stmt& s) {
   j.started_ms = s.Int(8);
   j.finished_ms = s.Int(9);
   j.worker_pid = s.Int(10);
+  j.infra_failures = static_cast<int>(s.Int(11));
+  j.not_before_ms = s.Int(12);
   return j;
 }
 
 constexpr const char* kJobColumns =
     "id, candidate_id, kind, state, attempt, request, error, created_ms, started_ms, "
-    "finished_ms, worker_pid";
+    "finished_ms, worker_pid, infra_failures, not_before_ms";
 
 constexpr std::pair<JobKind, const char*> kJobKindNames[] = {{JobKind::kCompile, "compile"},
                                                              {JobKind::kValidate, "validate"},
@@ -68,6 +73,8 @@ std::string JobStateName(JobState s) {
       return "FAILED";
     case JobState::kInterrupted:
       return "INTERRUPTED";
+    case JobState::kBlocked:
+      return "BLOCKED";
   }
   return "QUEUED";
 }
@@ -98,25 +105,26 @@ absl::StatusOr<RecoveryReport> JobQueue::Recover(const std::string& boot_id, int
       const std::string error =
           retry ? ""
                 : absl::StrCat("interrupted by daemon crashes in ", crashes, " of ", max_attempts,
-                               " allowed attempts; giving up");
+                               " allowed attempts; blocked until retried (cakectl retry ",
+                               j.candidate_id, ")");
       CAKE_ASSIGN_OR_RETURN(
           Stmt up,
           conn_->db().Prepare("UPDATE jobs SET state = ?, error = ?, worker_pid = 0 WHERE id = ?"));
       CAKE_RETURN_IF_ERROR(
-          up.Bind(1, retry ? "QUEUED" : "FAILED").Bind(2, error).Bind(3, j.id).Run());
+          up.Bind(1, retry ? "QUEUED" : "BLOCKED").Bind(2, error).Bind(3, j.id).Run());
       CAKE_RETURN_IF_ERROR(
-          events_->Add(retry ? "job_requeued" : "job_failed", j.candidate_id, j.id,
+          events_->Add(retry ? "job_requeued" : "job_blocked", j.candidate_id, j.id,
                        absl::StrCat(JobKindName(j.kind), " job ", j.id,
                                     " was running when the daemon stopped (attempt ", j.attempt,
                                     "); ", retry ? "re-queued" : error)));
       if (retry) {
         ++report.requeued;
       } else {
-        ++report.failed;
-        Job failed = j;
-        failed.state = JobState::kFailed;
-        failed.error = error;
-        report.gave_up.push_back(std::move(failed));
+        ++report.blocked;
+        Job blocked = j;
+        blocked.state = JobState::kBlocked;
+        blocked.error = error;
+        report.gave_up.push_back(std::move(blocked));
       }
     }
     return absl::OkStatus();
@@ -197,8 +205,10 @@ absl::StatusOr<int64_t> JobQueue::Enqueue(const std::string& candidate, JobKind 
 
 absl::StatusOr<std::vector<JobQueue::QueuedJob>> JobQueue::Queued() {
   auto lock = conn_->Lock();
-  CAKE_ASSIGN_OR_RETURN(
-      Stmt s, conn_->db().Prepare("SELECT id, kind FROM jobs WHERE state = 'QUEUED' ORDER BY id"));
+  CAKE_ASSIGN_OR_RETURN(Stmt s,
+                        conn_->db().Prepare("SELECT id, kind FROM jobs WHERE state = 'QUEUED' AND "
+                                            "not_before_ms <= ? ORDER BY id"));
+  s.Bind(1, NowMs());
   std::vector<QueuedJob> out;
   while (s.Step()) out.push_back({s.Int(0), ParseJobKind(s.Text(1))});
   CAKE_RETURN_IF_ERROR(s.status());
@@ -291,6 +301,76 @@ absl::Status JobQueue::Finish(int64_t id, bool ok, const std::string& error) {
                        absl::StrCat(JobKindName(j.kind), " job ", id, " failed: ", error)));
     return absl::OkStatus();
   });
+}
+
+absl::Status JobQueue::RetryLater(int64_t id, const std::string& error, int64_t not_before_ms) {
+  return conn_->Atomically([&]() -> absl::Status {
+    CAKE_ASSIGN_OR_RETURN(Job j, Get(id));
+    if (j.state != JobState::kRunning) return absl::OkStatus();
+    CAKE_ASSIGN_OR_RETURN(
+        Stmt rec, conn_->db().Prepare("INSERT OR IGNORE INTO job_attempts(job_id, attempt, "
+                                      "outcome, error, finished_ms) VALUES (?, ?, 'INFRA', ?, ?)"));
+    CAKE_RETURN_IF_ERROR(rec.Bind(1, id).Bind(2, j.attempt).Bind(3, error).Bind(4, NowMs()).Run());
+    CAKE_ASSIGN_OR_RETURN(
+        Stmt up, conn_->db().Prepare("UPDATE jobs SET state = 'QUEUED', error = ?, worker_pid = "
+                                     "0, infra_failures = infra_failures + 1, not_before_ms = ? "
+                                     "WHERE id = ?"));
+    CAKE_RETURN_IF_ERROR(up.Bind(1, error).Bind(2, not_before_ms).Bind(3, id).Run());
+    return events_->Add(
+        "job_retry", j.candidate_id, id,
+        absl::StrCat(JobKindName(j.kind), " job ", id, " failed for the machine, not the schedule",
+                     " (attempt ", j.attempt, "): ", error, "; retried in ",
+                     std::max<int64_t>(0, not_before_ms - NowMs()) / 1000, " s"));
+  });
+}
+
+absl::Status JobQueue::Block(int64_t id, const std::string& error) {
+  return conn_->Atomically([&]() -> absl::Status {
+    CAKE_ASSIGN_OR_RETURN(Job j, Get(id));
+    if (j.state != JobState::kRunning) return absl::OkStatus();
+    CAKE_ASSIGN_OR_RETURN(
+        Stmt rec, conn_->db().Prepare("INSERT OR IGNORE INTO job_attempts(job_id, attempt, "
+                                      "outcome, error, finished_ms) VALUES (?, ?, 'INFRA', ?, ?)"));
+    CAKE_RETURN_IF_ERROR(rec.Bind(1, id).Bind(2, j.attempt).Bind(3, error).Bind(4, NowMs()).Run());
+    CAKE_ASSIGN_OR_RETURN(
+        Stmt up, conn_->db().Prepare("UPDATE jobs SET state = 'BLOCKED', error = ?, worker_pid = "
+                                     "0, infra_failures = infra_failures + 1 WHERE id = ?"));
+    CAKE_RETURN_IF_ERROR(up.Bind(1, error).Bind(2, id).Run());
+    return events_->Add(
+        "job_blocked", j.candidate_id, id,
+        absl::StrCat(JobKindName(j.kind), " job ", id, " blocked: the machine failed it ",
+                     j.infra_failures + 1, " times (", error, "); cakectl retry ", j.candidate_id,
+                     " re-queues it"));
+  });
+}
+
+absl::StatusOr<int> JobQueue::Unblock(const std::string& candidate) {
+  int n = 0;
+  absl::Status st = conn_->Atomically([&]() -> absl::Status {
+    CAKE_ASSIGN_OR_RETURN(
+        Stmt s, conn_->db().Prepare("UPDATE jobs SET state = 'QUEUED', infra_failures = 0, "
+                                    "not_before_ms = 0 WHERE state = 'BLOCKED' AND "
+                                    "(? = '' OR candidate_id = ?)"));
+    CAKE_RETURN_IF_ERROR(s.Bind(1, candidate).Bind(2, candidate).Run());
+    n = conn_->db().Changes();
+    if (n == 0) return absl::OkStatus();
+    return events_->Add(
+        "job_requeued", candidate, 0,
+        absl::StrCat(n, " blocked job(s) re-queued", candidate.empty() ? "" : " of ", candidate));
+  });
+  if (!st.ok()) return st;
+  return n;
+}
+
+absl::StatusOr<std::vector<Job>> JobQueue::Blocked() {
+  auto lock = conn_->Lock();
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt s, conn_->db().Prepare(absl::StrCat("SELECT ", kJobColumns,
+                                               " FROM jobs WHERE state = 'BLOCKED' ORDER BY id")));
+  std::vector<Job> out;
+  while (s.Step()) out.push_back(ReadJob(s));
+  CAKE_RETURN_IF_ERROR(s.status());
+  return out;
 }
 
 absl::StatusOr<std::vector<Job>> JobQueue::RecentFailed(int limit) {

@@ -21,7 +21,9 @@ enum class JobKind { kUnknown, kCompile, kValidate, kSanitize, kMeasure, kRegres
 std::string JobKindName(JobKind k);
 JobKind ParseJobKind(const std::string& name);
 
-enum class JobState { kQueued, kRunning, kDone, kFailed, kInterrupted };
+// BLOCKED: the machine failed the job more often than a retry may fix (a disk full, a tool
+// missing, a daemon crashing during it); it waits for an operator's retry, never a verdict.
+enum class JobState { kQueued, kRunning, kDone, kFailed, kInterrupted, kBlocked };
 std::string JobStateName(JobState s);
 
 struct Job {
@@ -34,14 +36,16 @@ struct Job {
   std::string error;
   int64_t created_ms = 0, started_ms = 0, finished_ms = 0;
   int64_t worker_pid = 0;
+  int infra_failures = 0;     // attempts the machine failed since the job was last unblocked
+  int64_t not_before_ms = 0;  // a retry waits until then (0 = now)
 };
 
 struct RecoveryReport {
   int requeued = 0;              // RUNNING jobs of an earlier boot put back in the queue
-  int failed = 0;                // ... that had used up their attempts
+  int blocked = 0;               // ... that had used up their attempts (BLOCKED, not failed)
   int queued = 0;                // jobs waiting in the queue after recovery
   std::vector<Job> interrupted;  // every RUNNING job of an earlier boot (worker_pid as recorded)
-  std::vector<Job> gave_up;      // those marked FAILED: the caller settles their candidates
+  std::vector<Job> gave_up;      // those now BLOCKED: the caller notes it on their candidates
 };
 
 class JobQueue {
@@ -50,7 +54,8 @@ class JobQueue {
 
   // Starts a boot: RUNNING jobs of earlier boots become INTERRUPTED, then are re-queued while
   // fewer than max_attempts of their attempts were interrupted by a crash (graceful shutdowns
-  // do not count), else FAILED. Each is logged as an event.
+  // do not count), else BLOCKED: a daemon crash is the machine's failure, never a verdict on the
+  // job's schedule. Each is logged as an event.
   absl::StatusOr<RecoveryReport> Recover(const std::string& boot_id, int max_attempts);
 
   absl::StatusOr<int64_t> Enqueue(const std::string& candidate, JobKind kind,
@@ -71,6 +76,16 @@ class JobQueue {
   absl::Status RequeueAfterShutdown(int64_t id);
   // Ends a job once; finishing an ended job records nothing more.
   absl::Status Finish(int64_t id, bool ok, const std::string& error);
+  // A RUNNING job the machine failed: its attempt is recorded as INFRA, infra_failures counts
+  // it, and the job waits in the queue until `not_before_ms`.
+  absl::Status RetryLater(int64_t id, const std::string& error, int64_t not_before_ms);
+  // A RUNNING job the machine failed once too often: its attempt is recorded as INFRA and the
+  // job is BLOCKED until Unblock.
+  absl::Status Block(int64_t id, const std::string& error);
+  // BLOCKED jobs of `candidate` (every candidate's when empty) back in the queue, their
+  // infra_failures reset; how many.
+  absl::StatusOr<int> Unblock(const std::string& candidate);
+  absl::StatusOr<std::vector<Job>> Blocked();                // oldest first
   absl::StatusOr<std::vector<Job>> RecentFailed(int limit);  // newest first
   // Jobs by kind and state, with the seconds the ended ones ran (started to finished).
   struct KindStateCount {

@@ -63,7 +63,7 @@ class Connection;
 class Db;
 
 inline constexpr int64_t kApplicationId = 0x43414B45;  // "CAKE"
-inline constexpr int kSchemaVersion = 6;
+inline constexpr int kSchemaVersion = 7;
 
 class Ledger {
  public:

@@ -113,6 +113,13 @@ CREATE TABLE portfolio_manifests (
   PRIMARY KEY(candidate_id, target));
 )sql";
 
+// v7: jobs the machine failed are retried later (not_before_ms) a bounded number of times
+// (infra_failures, reset when an operator or a new proposal re-queues a BLOCKED job).
+constexpr const char* kSchemaV7 = R"sql(
+ALTER TABLE jobs ADD COLUMN not_before_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN infra_failures INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 constexpr const char* kContractTriggers = R"sql(
 CREATE TRIGGER contracts_immutable_update BEFORE UPDATE ON contracts
   BEGIN SELECT RAISE(ABORT, 'contracts are immutable: create a new contract'); END;
@@ -218,6 +225,7 @@ absl::Status Ledger::Migrate() {
   if (version < 4) CAKE_RETURN_IF_ERROR(MigrateToV4());
   if (version < 5) CAKE_RETURN_IF_ERROR(MigrateToV5());
   if (version < 6) CAKE_RETURN_IF_ERROR(db().Exec(kSchemaV6));
+  if (version < 7) CAKE_RETURN_IF_ERROR(db().Exec(kSchemaV7));
   // Later versions add `if (version < N)` steps here, each in this transaction.
   CAKE_RETURN_IF_ERROR(db().Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion)));
   return tx.Commit();

@@ -327,6 +327,7 @@ int main(int argc, char** argv) {
       spdlog::info("signal {}: draining", sig);
       break;
     }
+    orch.Tick();
     if (!cfg.metrics_file.empty() && ++ticks % 5 == 1)
       WriteMetrics(orch, nvml.get(), cfg.metrics_file);
     auto st = orch.Status();

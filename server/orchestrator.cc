@@ -110,7 +110,9 @@ absl::Status Orchestrator::Start(const std::string& boot_id) {
     CAKE_ASSIGN_OR_RETURN(rec, ledger_->jobs().Recover(boot_id, config_.max_attempts));
     // A job out of attempts settles its candidate in the same transaction: none is left
     // PROPOSED with no job and no note.
-    for (const ledger::Job& j : rec.gave_up) CAKE_RETURN_IF_ERROR(OnJobFailed(j, j.error));
+    for (const ledger::Job& j : rec.gave_up)
+      CAKE_RETURN_IF_ERROR(
+          Advance(j.candidate_id, Step::kNote, absl::StrCat("waiting on the machine: ", j.error)));
     return absl::OkStatus();
   }));
   // Without cgroups, a worker of a dead boot is found by its recorded pid: its own group.
@@ -124,8 +126,8 @@ absl::Status Orchestrator::Start(const std::string& boot_id) {
                      j.worker_pid);
       }
     }
-  spdlog::info("ledger recovered: {} job(s) re-queued, {} failed, {} queued", rec.requeued,
-               rec.failed, rec.queued);
+  spdlog::info("ledger recovered: {} job(s) re-queued, {} blocked, {} queued", rec.requeued,
+               rec.blocked, rec.queued);
   // Device discovery runs in a worker: this process never initializes CUDA.
   if (config_.probe_devices) {
     auto reply = RunProbe("probe", nullptr);
@@ -238,7 +240,8 @@ bool Orchestrator::RunJob(const ledger::Job& job, const gpuqueue::Device* device
                            " job, its stored request is a ", ledger::JobKindName(KindOf(request)),
                            " job");
   if (!refused.empty()) {
-    if (ledger_->jobs().MarkRunning(job.id, 0).ok()) (void)OnJobFailed(job, refused);
+    if (ledger_->jobs().MarkRunning(job.id, 0).ok())
+      (void)OnJobFailed(job, refused, worker::INFRASTRUCTURE);
     return false;
   }
   if (lanes_->stopping()) return false;
@@ -267,20 +270,25 @@ bool Orchestrator::RunJob(const ledger::Job& job, const gpuqueue::Device* device
   }
   absl::Status s;
   if (!reply.ok()) {
-    s = OnJobFailed(job, std::string(reply.status().message()));
+    s = OnJobFailed(job, std::string(reply.status().message()), ClassifyWorkerRun(reply.status()));
   } else if (!reply->ok()) {
-    s = OnJobFailed(job, reply->error());
+    s = OnJobFailed(job, reply->error(),
+                    reply->failure_class() == worker::INFRASTRUCTURE ? worker::INFRASTRUCTURE
+                                                                     : worker::SCHEDULE);
   } else {
     s = Record(job, *reply);
   }
   if (!s.ok()) {
-    // The result could not be recorded (too large, a ledger error): the job still ends, as a
-    // failure with that reason, so its candidate is not left waiting for it.
-    spdlog::error("job {}: recording its result failed: {}", job.id, s.ToString());
-    if (absl::Status f =
-            OnJobFailed(job, absl::StrCat("recording the result failed: ", s.message()));
-        !f.ok())
-      spdlog::error("job {}: recording the failure failed too: {}", job.id, f.ToString());
+    // The result could not be recorded (a full disk, a ledger error): the machine failed, the
+    // job runs again. If even that cannot be written, Tick writes it once the ledger can.
+    spdlog::warn("job {}: recording its result failed: {}", job.id, s.ToString());
+    const std::string why = absl::StrCat("recording the result failed: ", s.message());
+    if (absl::Status f = OnMachineFailure(job, why); !f.ok()) {
+      spdlog::warn("job {}: recording that failed too ({}); retried every second", job.id,
+                   f.ToString());
+      absl::MutexLock lock(&machine_mu_);
+      unsettled_.emplace_back(job, why);
+    }
   }
   spdlog::info("job {} ({}) finished{}", job.id, kind,
                reply.ok() && reply->ok()
@@ -356,7 +364,9 @@ absl::Status Orchestrator::Advance(const std::string& candidate, Step step,
   return ledger_->candidates().SetState(candidate, next->state, next->rejected_at, note);
 }
 
-absl::Status Orchestrator::OnJobFailed(const ledger::Job& job, const std::string& reason) {
+absl::Status Orchestrator::OnJobFailed(const ledger::Job& job, const std::string& reason,
+                                       worker::FailureClass failure_class) {
+  if (failure_class == worker::INFRASTRUCTURE) return OnMachineFailure(job, reason);
   return ledger_->Atomically([&]() -> absl::Status {
     CAKE_RETURN_IF_ERROR(ledger_->jobs().Finish(job.id, false, reason));
     switch (job.kind) {
@@ -627,9 +637,16 @@ absl::StatusOr<v1::ProposeReply> Orchestrator::Propose(const v1::ProposeRequest&
                         ledger_->candidates().HeadOf(reply.candidate_id()));
   reply.set_state(now.state);
   reply.set_branch(now.branch);
-  if (reply.duplicate())
+  if (reply.duplicate()) {
+    // The same schedule again: what the machine had blocked of it runs again.
+    CAKE_ASSIGN_OR_RETURN(v1::RetryReply retried, Retry(now.id));
     reply.set_note(absl::StrCat("this schedule was proposed before as ", now.id, " on branch ",
-                                now.branch, "; its record is returned"));
+                                now.branch, "; its record is returned",
+                                retried.requeued_jobs() > 0
+                                    ? absl::StrCat("; its ", retried.requeued_jobs(),
+                                                   " job(s) blocked by the machine were re-queued")
+                                    : ""));
+  }
   return reply;
 }
 

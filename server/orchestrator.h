@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "cake/service.pb.h"
 #include "cake/worker.pb.h"
 #include "candidate_lifecycle.h"
@@ -32,6 +33,7 @@
 #include "gpuqueue/lanes.h"
 #include "gpuqueue/sandbox.h"
 #include "ledger/ledger.h"
+#include "machine_failures.h"
 #include "metrics.h"
 
 namespace cake::server {
@@ -97,6 +99,12 @@ class Orchestrator : private gpuqueue::LaneWork {
   void WaitForEvent(int64_t after, std::chrono::milliseconds timeout);
   // No job is queued or running.
   absl::StatusOr<bool> Idle();
+  // Re-queues the candidate's jobs the machine had failed too often (BLOCKED); how many
+  // (server/orchestrator_machine.cc).
+  absl::StatusOr<v1::RetryReply> Retry(const std::string& candidate);
+  // Called about once a second by the main loop: jobs whose end the ledger could not record
+  // (a full disk) are recorded again, as the machine's failures, once it can.
+  void Tick();
 
   bool has_execution_device() const { return execution_device_; }
 
@@ -123,7 +131,11 @@ class Orchestrator : private gpuqueue::LaneWork {
   absl::Status Admit(const std::string& candidate);
   absl::Status OnMeasured(const ledger::Job& job, const worker::Reply& reply);
   absl::Status OnRegressed(const ledger::Job& job, const worker::Reply& reply);
-  absl::Status OnJobFailed(const ledger::Job& job, const std::string& reason);
+  // A job that failed: the schedule's fault settles its candidate as the job kind says; the
+  // machine's is retried later or blocked (OnMachineFailure), never a verdict.
+  absl::Status OnJobFailed(const ledger::Job& job, const std::string& reason,
+                           worker::FailureClass failure_class = worker::SCHEDULE);
+  absl::Status OnMachineFailure(const ledger::Job& job, const std::string& reason);
   // Moves a candidate by one step of its state machine. A step its state does not allow is
   // recorded as an illegal_transition event (the job's result is kept), never applied.
   absl::Status Advance(const std::string& candidate, Step step, const std::string& note);
@@ -157,6 +169,12 @@ class Orchestrator : private gpuqueue::LaneWork {
   std::unique_ptr<gpuqueue::Containment> containment_;
   std::string sandbox_note_;
   std::unique_ptr<gpuqueue::Lanes> lanes_;
+  MachineRetryPolicy machine_retry_;
+  // Jobs whose end could not be written (the ledger refused: a full disk), retried by Tick; and
+  // the machine's latest failure, for status.
+  absl::Mutex machine_mu_;
+  std::vector<std::pair<ledger::Job, std::string>> unsettled_ ABSL_GUARDED_BY(machine_mu_);
+  std::string last_machine_failure_ ABSL_GUARDED_BY(machine_mu_);
 };
 
 }  // namespace cake::server

@@ -55,6 +55,18 @@ absl::StatusOr<v1::StatusReply> Orchestrator::Status() {
     f->set_kind(ledger::JobKindName(j.kind));
     f->set_error(j.error);
   }
+  CAKE_ASSIGN_OR_RETURN(auto blocked, ledger_->jobs().Blocked());
+  for (const ledger::Job& j : blocked) {
+    v1::JobFailure* f = s.add_blocked_jobs();
+    f->set_job_id(j.id);
+    f->set_candidate_id(j.candidate_id);
+    f->set_kind(ledger::JobKindName(j.kind));
+    f->set_error(j.error);
+  }
+  {
+    absl::MutexLock lock(&machine_mu_);
+    s.set_machine_failure(last_machine_failure_);
+  }
   CAKE_ASSIGN_OR_RETURN(auto counts, ledger_->candidates().CountsByState());
   for (const auto& [k, v] : counts) (*s.mutable_candidates_by_state())[k] = v;
   return s;

@@ -132,6 +132,16 @@ grpc::Status CakeServiceImpl::ListEvents(grpc::ServerContext* ctx, const v1::Lis
   return grpc::Status::OK;
 }
 
+grpc::Status CakeServiceImpl::Retry(grpc::ServerContext* ctx, const v1::RetryRequest* req,
+                                    v1::RetryReply* reply) {
+  CAKE_AUTHORIZE(role, Role::kOperator, Role::kAgent, Role::kCi);
+  (void)role;
+  auto r = orch_->Retry(req->candidate_id());
+  if (!r.ok()) return ToGrpc(r.status());
+  *reply = *r;
+  return grpc::Status::OK;
+}
+
 grpc::Status CakeServiceImpl::Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req,
                                     grpc::ServerWriter<v1::Event>* writer) {
   CAKE_AUTHORIZE(role, Role::kOperator, Role::kAgent, Role::kCi);

@@ -32,6 +32,7 @@ class CakeServiceImpl final : public v1::CakeService::Service {
   grpc::Status Regress(grpc::ServerContext*, const v1::RegressRequest*, v1::RegressReply*) override;
   grpc::Status ListEvents(grpc::ServerContext*, const v1::ListEventsRequest*,
                           v1::ListEventsReply*) override;
+  grpc::Status Retry(grpc::ServerContext*, const v1::RetryRequest*, v1::RetryReply*) override;
   grpc::Status Watch(grpc::ServerContext*, const v1::WatchRequest*,
                      grpc::ServerWriter<v1::Event>*) override;
 

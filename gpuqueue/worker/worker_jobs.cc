@@ -37,11 +37,30 @@ namespace {
 
 namespace fs = std::filesystem;
 
-worker::Reply Fail(const std::string& error) {
+worker::Reply Fail(const std::string& error,
+                   worker::FailureClass failure_class = worker::SCHEDULE) {
   worker::Reply r;
   r.set_ok(false);
   r.set_error(error);
+  r.set_failure_class(failure_class);
   return r;
+}
+
+// What the machine could not do (a tool or device missing, I/O, space) is not the schedule's
+// fault; a malformed request or our own refusal to emit (Internal) is final for it.
+worker::Reply Fail(const absl::Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kDataLoss:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kAborted:
+      return Fail(std::string(s.message()), worker::INFRASTRUCTURE);
+    default:
+      return Fail(std::string(s.message()), worker::SCHEDULE);
+  }
 }
 
 // A portfolio for one target: every member under its guard, then the fallback; the manifest of
@@ -82,11 +101,11 @@ worker::Reply RunCompile(const worker::CompileJob& job) {
     r->set_target(t);
     if (!parsed) {
       if (absl::Status s = CompilePortfolioFor(job.portfolio(), **target, opts, r); !s.ok())
-        return Fail(std::string(s.message()));
+        return Fail(s);
       continue;
     }
     auto c = compiler::Compile(*parsed, **target, opts);
-    if (!c.ok()) return Fail(std::string(c.status().message()));
+    if (!c.ok()) return Fail(c.status());
     *r->mutable_analysis() = c->analysis;
     if (c->receipt) *r->mutable_receipt() = *c->receipt;
   }
@@ -95,9 +114,11 @@ worker::Reply RunCompile(const worker::CompileJob& job) {
 
 worker::Reply RunValidate(const worker::ValidateJob& job) {
   auto g = OpenGpu();
-  if (!g.ok()) return Fail(absl::StrCat("no execution device: ", g.status().message()));
+  if (!g.ok())
+    return Fail(absl::StrCat("no execution device: ", g.status().message()),
+                worker::INFRASTRUCTURE);
   auto image = ReadKernelImage(job.kernel());
-  if (!image.ok()) return Fail(std::string(image.status().message()));
+  if (!image.ok()) return Fail(image.status());
   ValidationOutcome v = RunValidation(*g, *image, job.contract(), job.seed());
   worker::Reply reply;
   reply.set_ok(true);
@@ -257,16 +278,20 @@ void NoteForeignProcesses(const Nvml* nvml, unsigned index, const char* when,
 
 worker::Reply RunMeasure(const worker::MeasureJob& job) {
   auto g = OpenGpu();
-  if (!g.ok()) return Fail(absl::StrCat("no execution device: ", g.status().message()));
+  if (!g.ok())
+    return Fail(absl::StrCat("no execution device: ", g.status().message()),
+                worker::INFRASTRUCTURE);
   auto inc_image = ReadKernelImage(job.incumbent());
   auto cha_image = ReadKernelImage(job.challenger());
-  if (!inc_image.ok()) return Fail(std::string(inc_image.status().message()));
-  if (!cha_image.ok()) return Fail(std::string(cha_image.status().message()));
+  if (!inc_image.ok()) return Fail(inc_image.status());
+  if (!cha_image.ok()) return Fail(cha_image.status());
   const CudaDriver& d = *g->driver;
   auto inc = LoadImage(d, *inc_image);
   auto cha = LoadImage(d, *cha_image);
-  if (!inc.ok()) return Fail(std::string(inc.status().message()));
-  if (!cha.ok()) return Fail(std::string(cha.status().message()));
+  // The driver refusing a cubin the daemon compiled for this target is the machine's doing (a
+  // driver too old, a device of another architecture), not the schedule's.
+  if (!inc.ok()) return Fail(std::string(inc.status().message()), worker::INFRASTRUCTURE);
+  if (!cha.ok()) return Fail(std::string(cha.status().message()), worker::INFRASTRUCTURE);
   const contract::Contract& c = job.contract();
   const workloads::Workload* w = workloads::FindWorkload(c.operation());
   const DeviceWorkload* dw = FindDeviceWorkload(c.operation());
@@ -290,7 +315,7 @@ worker::Reply RunMeasure(const worker::MeasureJob& job) {
   o.nvml_index = nvml_index.ok() ? *nvml_index : 0;
   auto runner = MeasureRunner::Create(*g, o, nvml.ok() ? nvml->get() : nullptr,
                                       cupti.ok() ? cupti->get() : nullptr);
-  if (!runner.ok()) return Fail(std::string(runner.status().message()));
+  if (!runner.ok()) return Fail(std::string(runner.status().message()), worker::INFRASTRUCTURE);
 
   worker::Reply reply;
   reply.set_ok(true);

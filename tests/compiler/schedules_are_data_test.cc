@@ -300,6 +300,15 @@ TEST(ToolchainLog, OnlyLinesAboutTheGeneratedSourceAreShown) {
   EXPECT_EQ(d.errors[0].line, 32);
   EXPECT_EQ(d.errors[0].text, "kernel.cu(32): error: identifier \"x\" is undefined");
   EXPECT_EQ(d.withheld_lines, 7);
+  // ptxas reads only the PTX made from the generated source: its errors are shown, path dropped.
+  const compiler::ToolchainDiagnostics p = compiler::FilterNvccLog(
+      "ptxas /store/tmp/k1/kernel.ptx, line 5; error   : Entry function uses too much shared "
+      "data\nptxas info    : 0 bytes gmem\n",
+      "/store/tmp/k1/kernel.cu");
+  ASSERT_EQ(p.errors.size(), 1u);
+  EXPECT_EQ(p.errors[0].text,
+            "ptxas kernel.ptx, line 5; error   : Entry function uses too much shared data");
+  EXPECT_EQ(p.withheld_lines, 1);
 }
 
 // The real nvcc, made to read a file: whatever the file holds, no shown line carries it.

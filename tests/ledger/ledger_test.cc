@@ -1,6 +1,9 @@
 // The ledger against real SQLite files: schema and identity, immutability of contracts,
 // exactly-once job records, restart recovery, refusal of foreign and newer files.
 #include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
 #include <sqlite3.h>
 
 #include <filesystem>
@@ -115,7 +118,7 @@ TEST_F(LedgerTest, JobAttemptsAreRecordedExactlyOnce) {
   EXPECT_EQ(Scalar(dir_ / "l.db", "SELECT COUNT(*) FROM job_attempts"), 1);
 }
 
-TEST_F(LedgerTest, RestartRequeuesRunningJobsThenGivesUp) {
+TEST_F(LedgerTest, RestartRequeuesRunningJobsThenBlocksThemNeverFails) {
   const fs::path db = dir_ / "l.db";
   int64_t job = 0;
   {
@@ -137,10 +140,12 @@ TEST_F(LedgerTest, RestartRequeuesRunningJobsThenGivesUp) {
   auto l = ledger::Ledger::Open(db.string());
   auto rec = (*l)->jobs().Recover("boot-3", 2);
   ASSERT_TRUE(rec.ok());
-  EXPECT_EQ(rec->failed, 1);
+  EXPECT_EQ(rec->blocked, 1);
   const ledger::Job j = *(*l)->jobs().Get(job);
-  EXPECT_EQ(j.state, ledger::JobState::kFailed);
-  EXPECT_EQ(j.error, "interrupted by daemon crashes in 2 of 2 allowed attempts; giving up");
+  EXPECT_EQ(j.state, ledger::JobState::kBlocked) << "a crashing daemon is no verdict on the job";
+  EXPECT_EQ(j.error,
+            "interrupted by daemon crashes in 2 of 2 allowed attempts; blocked until retried "
+            "(cakectl retry cand)");
   ASSERT_EQ(rec->gave_up.size(), 1u);
   EXPECT_EQ(rec->gave_up[0].id, job);
   EXPECT_EQ(rec->interrupted.size(), 1u);
@@ -495,6 +500,35 @@ TEST_F(LedgerTest, InvalidRunsAndEverySampleAreStored) {
   EXPECT_EQ(rows, 3);
 }
 
+// A job the machine failed waits out its backoff, is counted, and once BLOCKED comes back only
+// by Unblock, its count reset.
+TEST_F(LedgerTest, MachineFailuresRetryLaterThenBlockUntilUnblocked) {
+  auto l = ledger::Ledger::Open((dir_ / "l.db").string());
+  ASSERT_TRUE(l.ok());
+  auto& jobs = (*l)->jobs();
+  ASSERT_TRUE(jobs.Recover("boot-1", 3).ok());
+  const int64_t job = *jobs.Enqueue("cand", ledger::JobKind::kCompile, "req");
+  ASSERT_TRUE(jobs.MarkRunning(job, 1).ok());
+  ASSERT_TRUE(jobs.RetryLater(job, "No space left on device", ledger::NowMs() + 400).ok());
+  EXPECT_EQ(jobs.Get(job)->state, ledger::JobState::kQueued);
+  EXPECT_EQ(jobs.Get(job)->infra_failures, 1);
+  EXPECT_TRUE(jobs.Queued()->empty()) << "a job waiting out its backoff is not handed out";
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_EQ(jobs.Queued()->size(), 1u);
+  ASSERT_TRUE(jobs.MarkRunning(job, 2).ok());
+  ASSERT_TRUE(jobs.Block(job, "No space left on device").ok());
+  EXPECT_EQ(jobs.Get(job)->state, ledger::JobState::kBlocked);
+  EXPECT_EQ(jobs.Get(job)->infra_failures, 2);
+  EXPECT_TRUE(jobs.Queued()->empty());
+  ASSERT_EQ(jobs.Blocked()->size(), 1u);
+  EXPECT_EQ(*jobs.Unblock("other"), 0);
+  EXPECT_EQ(*jobs.Unblock("cand"), 1);
+  EXPECT_EQ(jobs.Get(job)->state, ledger::JobState::kQueued);
+  EXPECT_EQ(jobs.Get(job)->infra_failures, 0);
+  EXPECT_EQ(jobs.Queued()->size(), 1u);
+  EXPECT_EQ(Scalar(dir_ / "l.db", "SELECT COUNT(*) FROM job_attempts WHERE outcome = 'INFRA'"), 2);
+}
+
 TEST_F(LedgerTest, AGracefulStopDoesNotCountAgainstTheAttempts) {
   const fs::path db = dir_ / "l.db";
   int64_t job = 0;
@@ -589,7 +623,8 @@ TEST_F(LedgerTest, AVersionTwoLedgerGetsContractDigestsAndRefusesAFlippedBit) {
                  "SELECT RAISE(ABORT, 'immutable'); END; DROP INDEX candidates_by_branch; DROP "
                  "INDEX candidates_by_hypothesis; DROP INDEX events_by_candidate; ALTER TABLE "
                  "candidates DROP COLUMN branch; ALTER TABLE candidates DROP COLUMN "
-                 "hypothesis_key; PRAGMA user_version = 2;"),
+                 "hypothesis_key; ALTER TABLE jobs DROP COLUMN not_before_ms; ALTER TABLE jobs "
+                 "DROP COLUMN infra_failures; PRAGMA user_version = 2;"),
             SQLITE_OK);
   {
     auto l = ledger::Ledger::Open(db.string());

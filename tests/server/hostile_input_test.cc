@@ -234,7 +234,10 @@ TEST_F(HostileInputTest, ConcurrentProposesWithOneKeyNeverAnswerInternal) {
   }
 }
 
-TEST_F(HostileInputTest, AJobOutOfAttemptsSettlesItsCandidateWithTheReason) {
+// A daemon that crashes while a job runs is the machine's failure: once the job is out of
+// attempts it is BLOCKED and its candidate says so (it was REJECTED for good before, and its
+// contract could not take the schedule again); a retry runs it to its true verdict.
+TEST_F(HostileInputTest, AJobOutOfAttemptsIsBlockedNotRejectedAndARetryRunsIt) {
   const fs::path faults = state_ / "faults";
   fs::create_directories(faults);
   const fs::path config = state_ / "caked.conf";
@@ -263,11 +266,27 @@ TEST_F(HostileInputTest, AJobOutOfAttemptsSettlesItsCandidateWithTheReason) {
   g.set_candidate_id(candidate);
   evidence::Candidate c;
   ASSERT_TRUE(again.stub()->GetCandidate(again.Ctx().get(), g, &c).ok());
-  // Before: the job was FAILED and the candidate PROPOSED forever, with no note.
-  EXPECT_EQ(c.state(), evidence::REJECTED);
-  EXPECT_EQ(
-      c.status_note(),
-      "compile job failed: interrupted by daemon crashes in 1 of 1 allowed attempts; giving up");
+  EXPECT_EQ(c.state(), evidence::PROPOSED) << c.status_note();
+  EXPECT_EQ(c.status_note(),
+            absl::StrCat("waiting on the machine: interrupted by daemon crashes in 1 of 1 allowed "
+                         "attempts; blocked until retried (cakectl retry ",
+                         candidate, ")"));
+  v1::StatusReply st;
+  ASSERT_TRUE(again.stub()->Status(again.Ctx().get(), {}, &st).ok());
+  ASSERT_EQ(st.blocked_jobs_size(), 1);
+  EXPECT_EQ(st.blocked_jobs(0).candidate_id(), candidate);
+  // The fault is gone (the hang was taken by the crashed attempt): a retry compiles it.
+  v1::RetryRequest rr;
+  rr.set_candidate_id(candidate);
+  v1::RetryReply retried;
+  ASSERT_TRUE(again.stub()->Retry(again.Ctx("agent").get(), rr, &retried).ok());
+  EXPECT_EQ(retried.requeued_jobs(), 1);
+  EXPECT_TRUE(again.WaitFor(candidate, [](const evidence::Candidate& x) {
+    return x.state() == evidence::COMPILED;
+  })) << again.Log();
+  rr.set_candidate_id("c99-nothere");
+  EXPECT_EQ(again.stub()->Retry(again.Ctx().get(), rr, &retried).error_code(),
+            grpc::StatusCode::NOT_FOUND);
 }
 
 TEST_F(HostileInputTest, StateFilesAreNotReadableByOthers) {
