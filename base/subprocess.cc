@@ -92,7 +92,13 @@ absl::StatusOr<SubprocessResult> RunSubprocess(const std::vector<std::string>& a
                                                const SubprocessOptions& options) {
   if (argv.empty()) return absl::InvalidArgumentError("empty command line");
   auto exe = FindOnPath(argv[0]);
-  if (!exe) return absl::NotFoundError(absl::StrCat(argv[0], ": not found or not executable"));
+  if (!exe) {
+    // A path names one file: say why it cannot run (EACCES, ENOENT), with the uid asking.
+    if (argv[0].find('/') != std::string::npos && access(argv[0].c_str(), X_OK) != 0)
+      return absl::NotFoundError(absl::StrCat(argv[0], ": cannot execute it as uid ", geteuid(),
+                                              ": ", std::strerror(errno), " (errno ", errno, ")"));
+    return absl::NotFoundError(absl::StrCat(argv[0], ": not found or not executable"));
+  }
 
   int in_pipe[2], out_pipe[2], err_pipe[2], status_pipe[2];
   if (pipe2(in_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0 ||
