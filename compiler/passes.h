@@ -9,12 +9,15 @@
 #include <vector>
 
 #include "cake/ir.pb.h"
-#include "checked_int.h"
+#include "base/checked_int.h"
 #include "diagnostics.h"
 #include "graph.h"
 #include "targets.h"
 
 namespace cake::compiler {
+
+using base::AlignUp;
+using base::CheckedInt;
 
 struct PassContext {
   const ir::Module* module = nullptr;

@@ -35,6 +35,7 @@
 #include "spdlog/sinks/systemd_sink.h"
 #include "spdlog/spdlog.h"
 #include "state_lock.h"
+#include "wire_errors.h"
 #include "worker_paths.h"
 
 namespace fs = std::filesystem;
@@ -302,6 +303,11 @@ int main(int argc, char** argv) {
     builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   }
   builder.RegisterService(&service);
+  {
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> hooks;
+    hooks.push_back(cake::server::WireErrorInterceptors());
+    builder.experimental().SetInterceptorCreators(std::move(hooks));
+  }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server) {
     spdlog::critical("cannot listen on {}", cfg.listen);

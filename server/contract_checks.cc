@@ -6,6 +6,7 @@
 #include "compiler/parse.h"
 #include "compiler/targets.h"
 #include "eligibility.h"
+#include "error_detail.h"
 #include "protocol/stopping.h"
 #include "workloads/workload.h"
 
@@ -17,10 +18,12 @@ absl::Status CheckContract(const contract::Contract& c) {
   if (w == nullptr) return workloads::UnknownOperation(c.operation());
   if (c.rows().empty()) return absl::InvalidArgumentError("contract has no rows");
   bool required = false;
-  for (const contract::Row& r : c.rows()) {
+  for (int i = 0; i < c.rows_size(); ++i) {
+    const contract::Row& r = c.rows(i);
     if (r.name().empty()) return absl::InvalidArgumentError("a row has no name");
     if (absl::Status s = w->CheckShape(r.problem()); !s.ok())
-      return absl::InvalidArgumentError(absl::StrCat("row '", r.name(), "': ", s.message()));
+      return InvalidField(absl::StrCat("contract.rows[", i, "].problem"),
+                          absl::StrCat("contract.rows[", i, "] '", r.name(), "': ", s.message()));
     required |= r.required() && !r.held_out();
   }
   if (!required)
@@ -34,9 +37,12 @@ absl::Status CheckContract(const contract::Contract& c) {
     return absl::InvalidArgumentError(absl::StrCat("protocol: ", configs.status().message()));
   if (c.protocol().throttle_fraction() < 0 || c.protocol().throttle_fraction() >= 1)
     return absl::InvalidArgumentError("protocol.throttle_fraction must be in [0, 1)");
-  if (c.has_validation())
-    if (std::string bad = CheckValidationPolicy(c.validation(), *w); !bad.empty())
-      return absl::InvalidArgumentError(bad);
+  if (c.has_validation()) {
+    std::string field;
+    if (std::string bad = CheckValidationPolicy(c.validation(), *w, &field); !bad.empty())
+      return field.empty() ? absl::InvalidArgumentError(bad)
+                           : InvalidField(absl::StrCat("contract.", field), bad);
+  }
   auto parsed = compiler::ParseModuleText(c.baseline_schedule(), "baseline_schedule");
   if (!parsed.ok())
     return absl::InvalidArgumentError(

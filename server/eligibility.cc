@@ -85,9 +85,10 @@ evidence::Eligibility DeriveEligibility(const contract::Contract& c,
   return e;
 }
 
-std::string CheckValidationPolicy(const contract::ValidationPolicy& p,
-                                  const workloads::Workload& w) {
+std::string CheckValidationPolicy(const contract::ValidationPolicy& p, const workloads::Workload& w,
+                                  std::string* field) {
   std::set<std::string> names;
+  if (field != nullptr) *field = "validation.evidence";
   for (const contract::EvidenceRequirement& r : p.evidence()) {
     if (r.kind() == evidence::EVIDENCE_KIND_UNSPECIFIED || r.kind() == evidence::TIMED_OUTPUT)
       return "validation.evidence: kind must be a validation record (not unspecified or "
@@ -102,16 +103,20 @@ std::string CheckValidationPolicy(const contract::ValidationPolicy& p,
       return absl::StrCat("validation.evidence: ", RecordName(r.kind(), r.tool()), " listed twice");
   }
   std::set<std::string> cases;
-  for (const contract::ValidationCase& c : p.cases()) {
+  for (int i = 0; i < p.cases_size(); ++i) {
+    const contract::ValidationCase& c = p.cases(i);
+    if (field != nullptr) *field = absl::StrCat("validation.cases[", i, "]");
     if (c.name().empty()) return "validation.cases: a case has no name";
     if (!cases.insert(c.name()).second)
       return absl::StrCat("validation.cases: '", c.name(), "' listed twice");
+    if (field != nullptr) absl::StrAppend(field, ".problem");
     if (absl::Status s = w.CheckShape(c.problem()); !s.ok())
       return absl::StrCat("validation case '", c.name(), "': ", s.message());
     if (w.WorkUnits(c.problem()) > (int64_t{1} << 31))
       return absl::StrCat("validation case '", c.name(),
                           "' is too large for a full oracle (at most 2^31 work units)");
   }
+  if (field != nullptr) field->clear();
   return "";
 }
 

@@ -26,8 +26,9 @@ evidence::Eligibility DeriveEligibility(const contract::Contract& c,
                                         const std::vector<evidence::EvidenceRecord>& records);
 
 // INVALID_ARGUMENT text for a malformed policy ("" when it is fine): unknown kinds or tools, a
-// tool outside SANITIZER, duplicates.
-std::string CheckValidationPolicy(const contract::ValidationPolicy& p,
-                                  const workloads::Workload& w);
+// tool outside SANITIZER, duplicates, a case's shape out of bounds; `field` (when given) is set
+// to the policy's field at fault ("validation.cases[2].problem").
+std::string CheckValidationPolicy(const contract::ValidationPolicy& p, const workloads::Workload& w,
+                                  std::string* field = nullptr);
 
 }  // namespace cake::server

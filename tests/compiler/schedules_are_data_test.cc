@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "compiler/artifact_store.h"
-#include "compiler/checked_int.h"
+#include "base/checked_int.h"
 #include "compiler/compiler.h"
 #include "compiler/emission_audit.h"
 #include "compiler/schedule_names.h"
@@ -28,7 +28,7 @@ namespace cake {
 namespace {
 
 namespace fs = std::filesystem;
-using compiler::CheckedInt;
+using base::CheckedInt;
 
 const compiler::TargetInfo& Target(const char* name) { return **compiler::TargetByName(name); }
 
@@ -139,8 +139,8 @@ TEST(CheckedInt, OverflowIsStickyAndExceedsEveryLimit) {
   EXPECT_FALSE((CheckedInt(std::numeric_limits<int64_t>::min()) - 1).ok());
   EXPECT_FALSE((CheckedInt(7) / 0).ok());
   EXPECT_FALSE((CheckedInt(7) % -2).ok());
-  EXPECT_EQ(compiler::AlignUp(CheckedInt(129), 128).value(), 256);
-  EXPECT_FALSE(compiler::AlignUp(CheckedInt(std::numeric_limits<int64_t>::max() - 3), 128).ok());
+  EXPECT_EQ(base::AlignUp(CheckedInt(129), 128).value(), 256);
+  EXPECT_FALSE(base::AlignUp(CheckedInt(std::numeric_limits<int64_t>::max() - 3), 128).ok());
   EXPECT_EQ((CheckedInt(3) * 5 + 1).value(), 16);
   EXPECT_FALSE(CheckedInt(16).Exceeds(16));
   EXPECT_TRUE(CheckedInt(17).Exceeds(16));

@@ -3,9 +3,11 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/checked_int.h"
 #include "google/protobuf/text_format.h"
 #include "space.h"
 #include "workloads/numeric.h"
@@ -17,6 +19,10 @@ constexpr int kExtremeExponent = 48;
 // Rows whose oracle would take more than 2^31 multiply-adds compare sampled output rows.
 constexpr int64_t kFullOracleMacs = int64_t{1} << 31;
 constexpr int kSampledRows = 96;
+// A contract's shapes (rows and cases): each of M, N, K at most 2^20 and each operand at most
+// 2^32 elements (8 GiB of BF16), so every product of the shape is far from 64-bit overflow.
+constexpr int64_t kMaxExtent = int64_t{1} << 20;
+constexpr int64_t kMaxOperandElements = int64_t{1} << 32;
 
 std::vector<double> DecodeOutput(const std::string& raw, bool bf16_out) {
   std::vector<double> out;
@@ -50,6 +56,17 @@ class GemmBf16 final : public Workload {
     const GemmShape& s = p.gemm_bf16();
     if (s.m() <= 0 || s.n() <= 0 || s.k() <= 0 || s.k() % 8 != 0)
       return absl::InvalidArgumentError("shape must be positive with K a multiple of 8");
+    for (const auto& [name, extent] : {std::pair{"m", s.m()}, {"n", s.n()}, {"k", s.k()}})
+      if (extent > kMaxExtent)
+        return absl::InvalidArgumentError(absl::StrCat(name, " = ", extent, " is over 2^20 (",
+                                                       kMaxExtent, "), the bound of each extent"));
+    // Each operand's elements, with products that cannot wrap.
+    for (const auto& [name, elems] : {std::pair{"A (m x k)", base::CheckedInt(s.m()) * s.k()},
+                                      {"B (n x k)", base::CheckedInt(s.n()) * s.k()},
+                                      {"C (m x n)", base::CheckedInt(s.m()) * s.n()}})
+      if (elems.Exceeds(kMaxOperandElements))
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, " holds ", elems.ToString(), " elements, over 2^32"));
     return absl::OkStatus();
   }
 
@@ -63,7 +80,7 @@ class GemmBf16 final : public Workload {
 
   int64_t WorkUnits(const contract::ProblemShape& p) const override {
     const GemmShape& s = p.gemm_bf16();
-    return int64_t(s.m()) * s.n() * s.k();
+    return (base::CheckedInt(s.m()) * s.n() * s.k()).value();  // saturated, never wrapped
   }
 
   WorkModel Model(const contract::ProblemShape& p, const contract::Contract& c) const override {

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "base/checked_int.h"
 #include "workloads/numeric.h"
 
 namespace cake::workloads::kmeans_assign {
@@ -125,8 +126,9 @@ class KMeansAssign final : public Workload {
     const KMeansShape& s = p.kmeans_assign();
     if (s.b() <= 0 || s.n() <= 0 || s.k() <= 0 || s.d() <= 0 || s.d() % 8 != 0)
       return absl::InvalidArgumentError("shape must be positive with D a multiple of 8");
-    if (int64_t(s.b()) * s.n() * s.d() > (int64_t{1} << 31) ||
-        int64_t(s.b()) * s.k() * s.d() > (int64_t{1} << 31))
+    // Products that cannot wrap: each of b, n, k, d is an int32, their product is not.
+    if ((base::CheckedInt(s.b()) * s.n() * s.d()).Exceeds(int64_t{1} << 31) ||
+        (base::CheckedInt(s.b()) * s.k() * s.d()).Exceeds(int64_t{1} << 31))
       return absl::InvalidArgumentError("X and C hold at most 2^31 elements each");
     return absl::OkStatus();
   }
@@ -141,7 +143,7 @@ class KMeansAssign final : public Workload {
 
   int64_t WorkUnits(const contract::ProblemShape& p) const override {
     const KMeansShape& s = p.kmeans_assign();
-    return int64_t(s.b()) * s.n() * s.k() * s.d();
+    return (base::CheckedInt(s.b()) * s.n() * s.k() * s.d()).value();  // saturated
   }
 
   WorkModel Model(const contract::ProblemShape& p, const contract::Contract&) const override {

@@ -1,5 +1,5 @@
-// Sizes, offsets, counts and their products in analysis: 64-bit integers whose arithmetic cannot
-// wrap. A result that does not fit becomes "overflowed", stays so through every later operation,
+// Sizes, offsets, counts and their products (the compiler's analysis, the workloads' shapes):
+// 64-bit integers whose arithmetic cannot wrap. A result that does not fit becomes "overflowed", stays so through every later operation,
 // and exceeds every limit, so a budget check on it fails closed (a schedule that asks for 2^60
 // elements is over budget, never 0 B). Header-only; a value type, thread-compatible.
 #pragma once
@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace cake::compiler {
+namespace cake::base {
 
 class CheckedInt {
  public:
@@ -70,4 +70,4 @@ class CheckedInt {
 // `v` rounded up to a multiple of `align` (> 0).
 inline CheckedInt AlignUp(CheckedInt v, int64_t align) { return (v + (align - 1)) / align * align; }
 
-}  // namespace cake::compiler
+}  // namespace cake::base

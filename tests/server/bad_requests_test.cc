@@ -1,0 +1,112 @@
+// Requests a real caked must refuse, saying what was wrong. A contract's shapes have documented
+// bounds, checked with products that cannot wrap: a row or a validation case of 2097152^3
+// (m*n*k = 2^63, which signed 64-bit arithmetic wrapped) is INVALID_ARGUMENT naming the field,
+// and nothing is stored. Bytes that are not the method's message (not protobuf, or a string field
+// that is not UTF-8) are INVALID_ARGUMENT naming the method, not an empty INTERNAL.
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <mutex>
+
+#include "daemon_fixture.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "workloads/workload.h"
+
+namespace cake {
+namespace {
+
+using testing::Daemon;
+
+class BadRequestsTest : public testing::StateDirTest {
+ protected:
+  BadRequestsTest() : StateDirTest("caked_bounds") {}
+};
+
+v1::ErrorDetail Detail(const grpc::Status& s) {
+  v1::RpcStatus status;
+  v1::ErrorDetail out;
+  EXPECT_TRUE(status.ParseFromString(s.error_details())) << s.error_message();
+  EXPECT_TRUE(status.details_size() == 1 && status.details(0).UnpackTo(&out));
+  return out;
+}
+
+void SetHuge(contract::ProblemShape* p) {
+  auto* g = p->mutable_gemm_bf16();
+  g->set_m(2097152);
+  g->set_n(2097152);
+  g->set_k(2097152);
+}
+
+TEST_F(BadRequestsTest, AShapeOfTwoToTheSixtyThreeIsRefusedNamingTheField) {
+  Daemon d(state_);
+  ASSERT_TRUE(d.Start()) << d.Log();
+  for (const bool in_case : {false, true}) {
+    v1::CreateContractRequest req;
+    *req.mutable_contract() = testing::BundledContract();
+    if (in_case) {
+      *req.mutable_contract()->mutable_validation() =
+          workloads::FindWorkload("gemm_bf16_tn")->DefaultPolicy();
+      SetHuge(req.mutable_contract()->mutable_validation()->mutable_cases(0)->mutable_problem());
+    } else {
+      SetHuge(req.mutable_contract()->mutable_rows(0)->mutable_problem());
+    }
+    v1::CreateContractReply reply;
+    const grpc::Status s = d.stub()->CreateContract(d.Ctx("operator").get(), req, &reply);
+    ASSERT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+    EXPECT_EQ(Detail(s).field(),
+              in_case ? "contract.validation.cases[0].problem" : "contract.rows[0].problem");
+    EXPECT_NE(s.error_message().find("m = 2097152 is over 2^20"), std::string::npos)
+        << s.error_message();
+  }
+  v1::StatusReply st;
+  ASSERT_TRUE(d.stub()->Status(d.Ctx().get(), {}, &st).ok());
+  EXPECT_EQ(st.contracts_size(), 0) << "a refused contract was stored";
+}
+
+// Raw bytes to a method, as a client built from nothing but the method's name would send them.
+grpc::Status CallRaw(Daemon& d, const std::string& method, const std::string& bytes) {
+  auto channel = grpc::CreateChannel(d.Address(), grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("authorization", "Bearer " + d.Token("agent"));
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  grpc::Slice slice(bytes);
+  grpc::ByteBuffer request(&slice, 1), reply;
+  grpc::Status out;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  stub.UnaryCall(&ctx, method, grpc::StubOptions(), &request, &reply, [&](grpc::Status s) {
+    std::lock_guard<std::mutex> lock(mu);
+    out = std::move(s);
+    done = true;
+    cv.notify_one();
+  });
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [&] { return done; });
+  return out;
+}
+
+TEST_F(BadRequestsTest, BytesThatAreNotTheMessageAreInvalidArgumentNamingTheMethod) {
+  Daemon d(state_);
+  ASSERT_TRUE(d.Start()) << d.Log();
+  const std::string method = "/cake.v1.CakeService/Propose";
+  // Not protobuf at all: a field with wire type 7, which does not exist.
+  const grpc::Status garbage = CallRaw(d, method, std::string("\x0f\xff\xff\xff", 4));
+  EXPECT_EQ(garbage.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << garbage.error_message();
+  EXPECT_NE(garbage.error_message().find("not a valid /cake.v1.CakeService/Propose message"),
+            std::string::npos)
+      << garbage.error_message();
+  // A ProposeRequest whose contract_id (field 1, a string) is not UTF-8.
+  const grpc::Status utf8 = CallRaw(d, method, std::string("\x0a\x02\xc3\x28", 4));
+  EXPECT_EQ(utf8.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << utf8.error_message();
+  EXPECT_NE(utf8.error_message().find("not valid UTF-8"), std::string::npos);
+  // A well-formed request still reaches the handler (and its own answer).
+  v1::ProposeRequest ok;
+  ok.set_contract_id("ct-none");
+  const grpc::Status handled = CallRaw(d, method, ok.SerializeAsString());
+  EXPECT_EQ(handled.error_code(), grpc::StatusCode::NOT_FOUND) << handled.error_message();
+}
+
+}  // namespace
+}  // namespace cake
