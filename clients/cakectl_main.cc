@@ -21,9 +21,11 @@
 #include <ctime>
 
 #include "CLI/CLI.hpp"
+#include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "base/cli_layers.h"
 #include "cake/service.grpc.pb.h"
@@ -81,9 +83,21 @@ std::string DetailText(const grpc::Status& s) {
   return absl::StrJoin(parts, ", ");
 }
 
+// Set by the verbs that send a file's text, so a position the daemon reports in it
+// ("schedule.textproto:12:3") names the user's file instead.
+std::vector<std::pair<std::string, std::string>>& SentFiles() {
+  static auto* files = new std::vector<std::pair<std::string, std::string>>();
+  return *files;
+}
+
 int ExitFor(const grpc::Status& s) {
   const std::string detail = DetailText(s);
-  std::cerr << "cakectl: " << redact(s.error_message()) << " (" << s.error_code()
+  std::string message = redact(s.error_message());
+  for (const auto& [sent_as, user_file] : SentFiles())
+    if (!user_file.empty())
+      message = absl::StrReplaceAll(message, {{sent_as + ":", user_file + ":"}});
+  std::cerr << "cakectl: " << message << " ("
+            << absl::StatusCodeToString(static_cast<absl::StatusCode>(s.error_code()))
             << (detail.empty() ? "" : "; " + detail) << ")\n";
   switch (s.error_code()) {
     case grpc::StatusCode::UNAUTHENTICATED:
@@ -484,6 +498,7 @@ int main(int argc, char** argv) {
         std::cerr << "cakectl: cannot read " << baseline_file << "\n";
         return kUsage;
       }
+      SentFiles().emplace_back("baseline_schedule", baseline_file);
       req.mutable_contract()->set_baseline_schedule(base);
     }
     svc::CreateContractReply r;
@@ -531,6 +546,7 @@ int main(int argc, char** argv) {
       *req.mutable_portfolio() = *std::move(p);
     } else {
       req.set_schedule_text(ReadFile(schedule_file, &ok));
+      SentFiles().emplace_back("schedule.textproto", schedule_file);
       if (!ok) {
         std::cerr << "cakectl: cannot read " << schedule_file << "\n";
         return kUsage;

@@ -163,8 +163,9 @@ int RunPortfolio(const std::string& path, const std::string& target_name,
 
 int main(int argc, char** argv) {
   CLI::App app{"cakec: Consumer CAKE schedule compiler (analyze, emit, compile, portfolio)"};
+  app.set_version_flag("--version", std::string("cakec ") + CAKE_VERSION);
   app.require_subcommand(1);
-  std::string file, target_name, store;
+  std::string file, target_name, store, output = "table";
   bool json = false;
 
   CLI::App* targets = app.add_subcommand("targets", "List admitted targets and their limits");
@@ -172,7 +173,12 @@ int main(int argc, char** argv) {
     sub->add_option("FILE", file, "Schedule in protobuf text format")->required();
     sub->add_option("--target,-t", target_name,
                     "sm_120a | sm_121a | sm_120f | sm_90 (default: the schedule's)");
-    if (with_json) sub->add_flag("--json", json, "Print the report as JSON");
+    if (with_json) {
+      sub->add_option("-o,--output", output, "table (for people) or json")
+          ->check(CLI::IsMember({"table", "json"}))
+          ->capture_default_str();
+      sub->add_flag("--json", json, "The same as -o json");
+    }
   };
   CLI::App* analyze = app.add_subcommand("analyze", "Run the analysis passes and print the report");
   add_common(analyze, true);
@@ -202,6 +208,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? kExitOk : kExitInput;
   }
 
+  json = json || output == "json";
   if (targets->parsed()) {
     for (const cc::TargetInfo& t : cc::AllTargets())
       std::cout << t.name << "  min PTX " << t.min_ptx.ToString() << ", shared/block "

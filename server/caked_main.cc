@@ -315,7 +315,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (absl::StartsWith(cfg.listen, "unix:")) chmod(cfg.listen.substr(5).c_str(), 0660);
+  // Overall and per service, as health clients ask for either ("" or "cake.v1.CakeService").
   server->GetHealthCheckService()->SetServingStatus(true);
+  server->GetHealthCheckService()->SetServingStatus(cake::v1::CakeService::service_full_name(),
+                                                    true);
   spdlog::info("caked listening on {} (boot {}, ledger {})", cfg.listen, boot_id, ledger_path);
   sd_notify(0, "READY=1");
 
@@ -345,6 +348,8 @@ int main(int argc, char** argv) {
   }
   sd_notify(0, "STOPPING=1");
   server->GetHealthCheckService()->SetServingStatus(false);
+  server->GetHealthCheckService()->SetServingStatus(cake::v1::CakeService::service_full_name(),
+                                                    false);
   // Running jobs are killed and re-queued first (seconds, whatever the GPU is doing); then calls
   // in flight get 2 s to finish. The whole stop stays far inside the unit's TimeoutStopSec.
   service.BeginShutdown();  // open watches end within 250 ms

@@ -47,6 +47,19 @@ TEST(Cakec, AnalyzeVerifiedExitsZero) {
   EXPECT_NE(r.out.find("verdict  verified"), std::string::npos) << r.out;
 }
 
+TEST(Cakec, VersionAndOutputFormat) {
+  CliRun v = Cakec({"--version"});
+  EXPECT_EQ(v.code, 0);
+  EXPECT_EQ(v.out.rfind("cakec ", 0), 0u) << v.out;
+  // -o json, the convention of cakectl, and --json, kept as its alias, print the same report.
+  CliRun o = Cakec({"analyze", Src("examples/gemm_bf16.textproto"), "-o", "json"});
+  CliRun j = Cakec({"analyze", Src("examples/gemm_bf16.textproto"), "--json"});
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(o.out, j.out);
+  EXPECT_NE(o.out.find("\"verdict\": \"VERIFIED\""), std::string::npos) << o.out;
+  EXPECT_EQ(Cakec({"analyze", Src("examples/gemm_bf16.textproto"), "-o", "yaml"}).code, 2);
+}
+
 TEST(Cakec, AnalyzeJsonCarriesStableCodes) {
   CliRun r = Cakec({"analyze", Src("tests/corpus/illegal/forbidden_tmem.textproto"), "--json"});
   EXPECT_EQ(r.code, 1);

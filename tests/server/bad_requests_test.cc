@@ -8,6 +8,8 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "absl/strings/str_cat.h"
+#include "base/subprocess.h"
 #include "daemon_fixture.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "workloads/workload.h"
@@ -15,6 +17,7 @@
 namespace cake {
 namespace {
 
+namespace fs = std::filesystem;
 using testing::Daemon;
 
 class BadRequestsTest : public testing::StateDirTest {
@@ -64,7 +67,8 @@ TEST_F(BadRequestsTest, AShapeOfTwoToTheSixtyThreeIsRefusedNamingTheField) {
 }
 
 // Raw bytes to a method, as a client built from nothing but the method's name would send them.
-grpc::Status CallRaw(Daemon& d, const std::string& method, const std::string& bytes) {
+grpc::Status CallRaw(Daemon& d, const std::string& method, const std::string& bytes,
+                     std::string* reply_bytes = nullptr) {
   auto channel = grpc::CreateChannel(d.Address(), grpc::InsecureChannelCredentials());
   grpc::GenericStub stub(channel);
   grpc::ClientContext ctx;
@@ -84,7 +88,32 @@ grpc::Status CallRaw(Daemon& d, const std::string& method, const std::string& by
   });
   std::unique_lock<std::mutex> lock(mu);
   cv.wait(lock, [&] { return done; });
+  if (reply_bytes != nullptr) {
+    std::vector<grpc::Slice> slices;
+    reply_bytes->clear();
+    if (reply.Dump(&slices).ok())
+      for (const grpc::Slice& sl : slices)
+        reply_bytes->append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+  }
   return out;
+}
+
+// grpc.health.v1.Health/Check, by hand: HealthCheckRequest{service = 1}, HealthCheckResponse
+// {status = 1} with SERVING = 1.
+TEST_F(BadRequestsTest, HealthAnswersOverallAndPerService) {
+  Daemon d(state_);
+  ASSERT_TRUE(d.Start()) << d.Log();
+  for (const std::string service : {"", "cake.v1.CakeService"}) {
+    const std::string request =
+        service.empty() ? "" : absl::StrCat("\x0a", std::string(1, char(service.size())), service);
+    std::string reply;
+    const grpc::Status s = CallRaw(d, "/grpc.health.v1.Health/Check", request, &reply);
+    ASSERT_TRUE(s.ok()) << service << ": " << s.error_message();
+    EXPECT_EQ(reply, std::string("\x08\x01", 2)) << "'" << service << "' is not SERVING";
+  }
+  std::string reply;
+  EXPECT_EQ(CallRaw(d, "/grpc.health.v1.Health/Check", "\x0a\x04nope", &reply).error_code(),
+            grpc::StatusCode::NOT_FOUND);
 }
 
 TEST_F(BadRequestsTest, BytesThatAreNotTheMessageAreInvalidArgumentNamingTheMethod) {
@@ -106,6 +135,29 @@ TEST_F(BadRequestsTest, BytesThatAreNotTheMessageAreInvalidArgumentNamingTheMeth
   ok.set_contract_id("ct-none");
   const grpc::Status handled = CallRaw(d, method, ok.SerializeAsString());
   EXPECT_EQ(handled.error_code(), grpc::StatusCode::NOT_FOUND) << handled.error_message();
+}
+
+// cakectl says a refusal's status by name and points at the user's own file.
+TEST_F(BadRequestsTest, CakectlNamesTheStatusAndTheUsersFile) {
+  Daemon d(state_);
+  ASSERT_TRUE(d.Start()) << d.Log();
+  const std::string contract = testing::CreateContract(d);
+  const fs::path file = state_ / "mine.textproto";
+  std::ofstream(file) << "name: \"x\"\nkernels { name: \"k\"\n  launch { bogus: 1 }\n}\n";
+  base::SubprocessOptions o;
+  o.env = {{"CAKE_ADDR", d.Address()},
+           {"CAKE_TOKEN_FILE", (state_ / "tokens" / "operator").string()}};
+  auto proposed =
+      base::RunSubprocess({CAKECTL_PATH, "propose", file.string(), "--contract", contract}, o);
+  ASSERT_TRUE(proposed.ok()) << proposed.status();
+  EXPECT_EQ(proposed->exit_code, 2);
+  EXPECT_NE(proposed->stderr_bytes.find(file.string() + ":3:"), std::string::npos)
+      << proposed->stderr_bytes;
+  EXPECT_NE(proposed->stderr_bytes.find("(INVALID_ARGUMENT"), std::string::npos)
+      << proposed->stderr_bytes;
+  auto shown = base::RunSubprocess({CAKECTL_PATH, "show", "c99-none"}, o);
+  ASSERT_TRUE(shown.ok());
+  EXPECT_NE(shown->stderr_bytes.find("(NOT_FOUND)"), std::string::npos) << shown->stderr_bytes;
 }
 
 }  // namespace
