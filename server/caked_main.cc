@@ -30,6 +30,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "ledger/ledger.h"
 #include "orchestrator.h"
+#include "reflection_v1.h"
 #include "service.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/sinks/systemd_sink.h"
@@ -303,6 +304,11 @@ int main(int argc, char** argv) {
     builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   }
   builder.RegisterService(&service);
+  // Reflection v1 beside the plugin's v1alpha: newer clients ask for v1 first.
+  cake::server::ReflectionV1 reflection_v1(
+      {cake::v1::CakeService::service_full_name(), "grpc.health.v1.Health",
+       "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"});
+  builder.RegisterService(&reflection_v1);
   {
     std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> hooks;
     hooks.push_back(cake::server::WireErrorInterceptors());

@@ -7,10 +7,13 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "base/subprocess.h"
+#include "cake/reflection_v1.grpc.pb.h"
 #include "daemon_fixture.h"
+#include "google/protobuf/descriptor.pb.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "workloads/workload.h"
 
@@ -135,6 +138,48 @@ TEST_F(BadRequestsTest, BytesThatAreNotTheMessageAreInvalidArgumentNamingTheMeth
   ok.set_contract_id("ct-none");
   const grpc::Status handled = CallRaw(d, method, ok.SerializeAsString());
   EXPECT_EQ(handled.error_code(), grpc::StatusCode::NOT_FOUND) << handled.error_message();
+}
+
+// Reflection v1 (beside the plugin's v1alpha): a client built from reflection alone finds the
+// service and every file its messages need.
+TEST_F(BadRequestsTest, ReflectionV1ListsTheServicesAndServesTheirFiles) {
+  Daemon d(state_);
+  ASSERT_TRUE(d.Start()) << d.Log();
+  auto stub = grpc::reflection::v1::ServerReflection::NewStub(
+      grpc::CreateChannel(d.Address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  auto stream = stub->ServerReflectionInfo(&ctx);
+  grpc::reflection::v1::ServerReflectionRequest req;
+  grpc::reflection::v1::ServerReflectionResponse resp;
+  req.set_list_services("");
+  ASSERT_TRUE(stream->Write(req) && stream->Read(&resp));
+  std::set<std::string> services;
+  for (const auto& s : resp.list_services_response().service()) services.insert(s.name());
+  EXPECT_TRUE(services.count("cake.v1.CakeService") && services.count("grpc.health.v1.Health") &&
+              services.count("grpc.reflection.v1.ServerReflection"))
+      << resp.DebugString();
+  req.set_file_containing_symbol("cake.v1.CakeService");
+  ASSERT_TRUE(stream->Write(req) && stream->Read(&resp));
+  std::set<std::string> files;
+  for (const std::string& bytes : resp.file_descriptor_response().file_descriptor_proto()) {
+    google::protobuf::FileDescriptorProto f;
+    ASSERT_TRUE(f.ParseFromString(bytes));
+    files.insert(f.name());
+  }
+  const std::string names = [&] {
+    std::string n;
+    for (const std::string& f : files) n += f + " ";
+    return n;
+  }();
+  EXPECT_TRUE(files.count("cake/service.proto") && files.count("cake/report.proto") &&
+              files.count("google/protobuf/any.proto"))
+      << names;
+  req.set_file_containing_symbol("no.such.Symbol");
+  ASSERT_TRUE(stream->Write(req) && stream->Read(&resp));
+  EXPECT_EQ(resp.error_response().error_code(), static_cast<int>(grpc::StatusCode::NOT_FOUND));
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
 }
 
 // cakectl says a refusal's status by name and points at the user's own file.
