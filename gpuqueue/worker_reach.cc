@@ -127,33 +127,8 @@ absl::StatusOr<std::string> MirrorExecutable(const std::string& file, const std:
   const std::string bytes = base::ReadFileBytes(file);
   if (bytes.empty()) return absl::FailedPreconditionError(absl::StrCat("cannot read ", file));
   const fs::path target = fs::path(dir) / fs::path(file).filename();
-  const fs::path tmp = fs::path(dir) / absl::StrCat(".", target.filename().string(), ".", getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
-  if (fd < 0)
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot write ", tmp.string(), ": ", std::strerror(errno)));
-  size_t off = 0;
-  while (off < bytes.size()) {
-    const ssize_t w = ::write(fd, bytes.data() + off, bytes.size() - off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      const int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return absl::FailedPreconditionError(
-          absl::StrCat("cannot write ", tmp.string(), ": ", std::strerror(err)));
-    }
-    off += static_cast<size_t>(w);
-  }
-  ::fchmod(fd, 0755);
-  ::fsync(fd);
-  ::close(fd);
-  if (::rename(tmp.c_str(), target.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot place ", target.string(), ": ", std::strerror(err)));
-  }
+  if (absl::Status s = base::WriteFileAtomically(target, bytes, 0755); !s.ok())
+    return absl::FailedPreconditionError(s.message());
   return target.string();
 }
 

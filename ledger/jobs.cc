@@ -303,14 +303,18 @@ absl::Status JobQueue::Finish(int64_t id, bool ok, const std::string& error) {
   });
 }
 
+absl::Status JobQueue::RecordMachineAttempt(const Job& j, const std::string& error) {
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt rec, conn_->db().Prepare("INSERT OR IGNORE INTO job_attempts(job_id, attempt, outcome, "
+                                    "error, finished_ms) VALUES (?, ?, 'INFRA', ?, ?)"));
+  return rec.Bind(1, j.id).Bind(2, j.attempt).Bind(3, error).Bind(4, NowMs()).Run();
+}
+
 absl::Status JobQueue::RetryLater(int64_t id, const std::string& error, int64_t not_before_ms) {
   return conn_->Atomically([&]() -> absl::Status {
     CAKE_ASSIGN_OR_RETURN(Job j, Get(id));
     if (j.state != JobState::kRunning) return absl::OkStatus();
-    CAKE_ASSIGN_OR_RETURN(
-        Stmt rec, conn_->db().Prepare("INSERT OR IGNORE INTO job_attempts(job_id, attempt, "
-                                      "outcome, error, finished_ms) VALUES (?, ?, 'INFRA', ?, ?)"));
-    CAKE_RETURN_IF_ERROR(rec.Bind(1, id).Bind(2, j.attempt).Bind(3, error).Bind(4, NowMs()).Run());
+    CAKE_RETURN_IF_ERROR(RecordMachineAttempt(j, error));
     CAKE_ASSIGN_OR_RETURN(
         Stmt up, conn_->db().Prepare("UPDATE jobs SET state = 'QUEUED', error = ?, worker_pid = "
                                      "0, infra_failures = infra_failures + 1, not_before_ms = ? "
@@ -328,10 +332,7 @@ absl::Status JobQueue::Block(int64_t id, const std::string& error) {
   return conn_->Atomically([&]() -> absl::Status {
     CAKE_ASSIGN_OR_RETURN(Job j, Get(id));
     if (j.state != JobState::kRunning) return absl::OkStatus();
-    CAKE_ASSIGN_OR_RETURN(
-        Stmt rec, conn_->db().Prepare("INSERT OR IGNORE INTO job_attempts(job_id, attempt, "
-                                      "outcome, error, finished_ms) VALUES (?, ?, 'INFRA', ?, ?)"));
-    CAKE_RETURN_IF_ERROR(rec.Bind(1, id).Bind(2, j.attempt).Bind(3, error).Bind(4, NowMs()).Run());
+    CAKE_RETURN_IF_ERROR(RecordMachineAttempt(j, error));
     CAKE_ASSIGN_OR_RETURN(
         Stmt up, conn_->db().Prepare("UPDATE jobs SET state = 'BLOCKED', error = ?, worker_pid = "
                                      "0, infra_failures = infra_failures + 1 WHERE id = ?"));

@@ -104,6 +104,9 @@ class JobQueue {
                                     const std::string& candidate, int64_t job_id);
 
  private:
+  // The attempt of RUNNING job `j` recorded as the machine's failure (outcome INFRA).
+  absl::Status RecordMachineAttempt(const Job& j, const std::string& error);
+
   Connection* conn_;
   EventLog* events_;
   std::string boot_id_;  // written by Recover before any job is claimed

@@ -250,6 +250,29 @@ bool DrainRetryingBlocked(Daemon& d, std::chrono::seconds timeout, int64_t* retr
   return WaitIdle(d, timeout);
 }
 
+// Starts the daemon once more on `state` and drains it, retrying what the machine blocked.
+void FinalDrain(const fs::path& state, const fs::path& config, const CampaignOptions& o,
+                CampaignResult* r) {
+  int64_t retried = 0;
+  Daemon d(state, o.caked);
+  if (StartDaemon(d, config, {}, r, "drain")) {
+    if (!DrainRetryingBlocked(d, std::chrono::seconds(1800), &retried))
+      r->failures.push_back("drain: never idle");
+    d.Stop();
+  }
+  r->report["blocked_jobs_retried"] = retried;
+}
+
+// Every schedule the kills and restarts propose is legal: a rejection can only be the machine's
+// doing (`what`), which must never become a verdict.
+void CountMachineRejections(LedgerReader& l, const std::string& what, CampaignResult* r) {
+  const int64_t rejected = l.Int("SELECT COUNT(*) FROM candidates WHERE state = 8");
+  if (rejected != 0)
+    r->failures.push_back(absl::StrCat(rejected, " legal candidate(s) REJECTED: ", what,
+                                       " became verdicts on schedules"));
+  r->report["rejected_by_machine_faults"] = rejected;
+}
+
 }  // namespace
 
 CampaignResult RunKillCampaign(const CampaignOptions& o) {
@@ -353,25 +376,13 @@ CampaignResult RunKillCampaign(const CampaignOptions& o) {
   }
   // Finally drain: every candidate settles, nothing waits forever. Every schedule proposed is
   // legal: a rejection can only be the machine's doing (the kills) and counts as a failure.
-  int64_t retried = 0;
+  FinalDrain(state, config, o, &r);
   {
-    Daemon d(state, o.caked);
-    if (StartDaemon(d, config, {}, &r, "drain")) {
-      if (!DrainRetryingBlocked(d, std::chrono::seconds(1800), &retried))
-        r.failures.push_back("drain: never idle");
-      d.Stop();
-    }
     LedgerReader l(state / "ledger.db");
     const int64_t unsettled = l.Int("SELECT COUNT(*) FROM candidates WHERE state IN (1, 2)");
     if (unsettled != 0)
       r.failures.push_back(absl::StrCat("after the drain ", unsettled, " candidate(s) unsettled"));
-    const int64_t rejected = l.Int("SELECT COUNT(*) FROM candidates WHERE state = 8");
-    if (rejected != 0)
-      r.failures.push_back(absl::StrCat(rejected,
-                                        " legal candidate(s) REJECTED: the machine's "
-                                        "faults (kills) became verdicts on schedules"));
-    r.report["rejected_by_machine_faults"] = rejected;
-    r.report["blocked_jobs_retried"] = retried;
+    CountMachineRejections(l, "the kills", &r);
     r.report["candidates_by_state"] = nlohmann::json::object();
     for (const auto& row : l.Rows("SELECT state, COUNT(*) FROM candidates GROUP BY state"))
       r.report["candidates_by_state"][row[0]] = std::stoll(row[1]);
@@ -435,24 +446,10 @@ CampaignResult RunRestartCampaign(const CampaignOptions& o) {
     }
     if (r.failures.size() > 20) break;
   }
-  int64_t retried = 0;
-  {
-    Daemon d(state, o.caked);
-    if (StartDaemon(d, config, {}, &r, "drain")) {
-      if (!DrainRetryingBlocked(d, std::chrono::seconds(1800), &retried))
-        r.failures.push_back("drain: never idle");
-      d.Stop();
-    }
-  }
+  FinalDrain(state, config, o, &r);
   LedgerReader l(state / "ledger.db");
   if (l.One("PRAGMA integrity_check") != "ok") r.failures.push_back("integrity_check failed");
-  const int64_t rejected = l.Int("SELECT COUNT(*) FROM candidates WHERE state = 8");
-  if (rejected != 0)
-    r.failures.push_back(absl::StrCat(rejected,
-                                      " legal candidate(s) REJECTED: restarts became "
-                                      "verdicts on schedules"));
-  r.report["rejected_by_machine_faults"] = rejected;
-  r.report["blocked_jobs_retried"] = retried;
+  CountMachineRejections(l, "the restarts", &r);
   const int64_t unfinished =
       l.Int("SELECT COUNT(*) FROM jobs WHERE state NOT IN ('DONE', 'FAILED')");
   const int64_t twice = l.Int(

@@ -28,14 +28,6 @@ class BadRequestsTest : public testing::StateDirTest {
   BadRequestsTest() : StateDirTest("caked_bounds") {}
 };
 
-v1::ErrorDetail Detail(const grpc::Status& s) {
-  v1::RpcStatus status;
-  v1::ErrorDetail out;
-  EXPECT_TRUE(status.ParseFromString(s.error_details())) << s.error_message();
-  EXPECT_TRUE(status.details_size() == 1 && status.details(0).UnpackTo(&out));
-  return out;
-}
-
 void SetHuge(contract::ProblemShape* p) {
   auto* g = p->mutable_gemm_bf16();
   g->set_m(2097152);
@@ -59,7 +51,7 @@ TEST_F(BadRequestsTest, AShapeOfTwoToTheSixtyThreeIsRefusedNamingTheField) {
     v1::CreateContractReply reply;
     const grpc::Status s = d.stub()->CreateContract(d.Ctx("operator").get(), req, &reply);
     ASSERT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
-    EXPECT_EQ(Detail(s).field(),
+    EXPECT_EQ(testing::DetailOf(s).field(),
               in_case ? "contract.validation.cases[0].problem" : "contract.rows[0].problem");
     EXPECT_NE(s.error_message().find("m = 2097152 is over 2^20"), std::string::npos)
         << s.error_message();

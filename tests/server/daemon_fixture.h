@@ -191,6 +191,15 @@ inline std::string CreateContract(Daemon& d) {
   return reply.contract_id();
 }
 
+// The ErrorDetail a refusal carries in its status details (google.rpc.Status).
+inline v1::ErrorDetail DetailOf(const grpc::Status& s) {
+  v1::RpcStatus status;
+  v1::ErrorDetail out;
+  EXPECT_TRUE(status.ParseFromString(s.error_details())) << s.error_message();
+  EXPECT_TRUE(status.details_size() == 1 && status.details(0).UnpackTo(&out));
+  return out;
+}
+
 // A specific hypothesis, as an agent must state; its parent is the contract's baseline (the
 // oldest candidate).
 inline evidence::Hypothesis AgentHypothesis(Daemon& d, const std::string& contract) {

@@ -41,6 +41,22 @@ std::string ProposeOne(Daemon& d, const std::string& contract, int variant) {
   return reply.candidate_id();
 }
 
+// The bundled contract, once its baseline has compiled (the machine still sound).
+std::string ContractWithItsBaselineCompiled(Daemon& d) {
+  const std::string contract = testing::CreateContract(d);
+  v1::ListCandidatesRequest lr;
+  lr.set_contract_id(contract);
+  v1::ListCandidatesReply page;
+  EXPECT_TRUE(d.stub()->ListCandidates(d.Ctx().get(), lr, &page).ok());
+  EXPECT_EQ(page.candidates_size(), 1);
+  if (page.candidates_size() == 1) {
+    EXPECT_TRUE(d.WaitFor(page.candidates(0).id(), [](const evidence::Candidate& c) {
+      return IsState(c, evidence::COMPILED);
+    })) << d.Log();
+  }
+  return contract;
+}
+
 // The candidate's note names the machine's failure while it waits, and it is never rejected.
 void ExpectWaitingOnTheMachine(Daemon& d, const std::string& id, const std::string& why) {
   EXPECT_TRUE(d.WaitFor(
@@ -92,14 +108,7 @@ TEST_F(MachineFailureTest, AWorkerThatCannotBeExecutedIsRetriedNotRejected) {
   ::chmod(worker.c_str(), 0755);
   Daemon d(state_);
   ASSERT_TRUE(d.Start({"--worker-path", worker.string()})) << d.Log();
-  const std::string contract = testing::CreateContract(d);
-  v1::ListCandidatesRequest lr;
-  lr.set_contract_id(contract);
-  v1::ListCandidatesReply page;
-  ASSERT_TRUE(d.stub()->ListCandidates(d.Ctx().get(), lr, &page).ok());
-  ASSERT_TRUE(d.WaitFor(page.candidates(0).id(), [](const evidence::Candidate& c) {
-    return IsState(c, evidence::COMPILED);
-  })) << d.Log();
+  const std::string contract = ContractWithItsBaselineCompiled(d);
   ::chmod(worker.c_str(), 0);  // now no job's worker can be executed
   const std::string id = ProposeOne(d, contract, 1);
   ExpectWaitingOnTheMachine(d, id, "Permission denied");
@@ -119,14 +128,7 @@ TEST_F(MachineFailureTest, ADiskFullWhileCompilingIsRetriedOnceSpaceReturns) {
   if (!SmallDisk(state_ / "artifacts", 64)) GTEST_SKIP() << "no private tmpfs here (needs root)";
   Daemon d(state_);
   ASSERT_TRUE(d.Start()) << d.Log();
-  const std::string contract = testing::CreateContract(d);
-  v1::ListCandidatesRequest lr;
-  lr.set_contract_id(contract);
-  v1::ListCandidatesReply page;
-  ASSERT_TRUE(d.stub()->ListCandidates(d.Ctx().get(), lr, &page).ok());
-  ASSERT_TRUE(d.WaitFor(page.candidates(0).id(), [](const evidence::Candidate& c) {
-    return IsState(c, evidence::COMPILED);
-  })) << d.Log();
+  const std::string contract = ContractWithItsBaselineCompiled(d);
   // Fill it to the last byte.
   {
     std::ofstream fill(state_ / "artifacts" / "fill", std::ios::binary);
@@ -161,14 +163,7 @@ TEST_F(MachineFailureTest, ADiskFullWhileSavingTheResultIsRetriedOnceSpaceReturn
   ::chmod(faults.c_str(), 0777);
   Daemon d(state_);
   ASSERT_TRUE(d.Start({}, {"CAKE_WORKER_FAULT_DIR=" + faults.string()})) << d.Log();
-  const std::string contract = testing::CreateContract(d);
-  v1::ListCandidatesRequest lr;
-  lr.set_contract_id(contract);
-  v1::ListCandidatesReply page;
-  ASSERT_TRUE(d.stub()->ListCandidates(d.Ctx().get(), lr, &page).ok());
-  ASSERT_TRUE(d.WaitFor(page.candidates(0).id(), [](const evidence::Candidate& c) {
-    return IsState(c, evidence::COMPILED);
-  })) << d.Log();
+  const std::string contract = ContractWithItsBaselineCompiled(d);
   std::ofstream(faults / "compile.fill_disk") << "";
   const std::string id = ProposeOne(d, contract, 1);
   // The daemon says so while the disk is full (its log, on that disk too, cannot), and keeps

@@ -45,14 +45,6 @@ evidence::Candidate Get(Daemon& d, const std::string& id) {
   return c;
 }
 
-v1::ErrorDetail Detail(const grpc::Status& s) {
-  v1::RpcStatus status;
-  v1::ErrorDetail out;
-  EXPECT_TRUE(status.ParseFromString(s.error_details())) << s.error_message();
-  EXPECT_TRUE(status.details_size() == 1 && status.details(0).UnpackTo(&out));
-  return out;
-}
-
 class PortfolioDaemonTest : public testing::StateDirTest {
  protected:
   PortfolioDaemonTest() : StateDirTest("caked_portfolio") {}
@@ -195,7 +187,7 @@ TEST_F(PortfolioDaemonTest, MalformedPortfoliosAreRefusedNamingTheField) {
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
         << k.what << ": " << s.error_message();
     if (k.field != nullptr) {
-      EXPECT_EQ(Detail(s).field(), k.field) << k.what;
+      EXPECT_EQ(testing::DetailOf(s).field(), k.field) << k.what;
     }
   }
   // Nothing of them was stored: only the baseline is a candidate.

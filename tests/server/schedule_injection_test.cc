@@ -27,14 +27,6 @@ class ScheduleInjectionTest : public testing::StateDirTest {
   ScheduleInjectionTest() : StateDirTest("caked_injection") {}
 };
 
-v1::ErrorDetail Detail(const grpc::Status& s) {
-  v1::RpcStatus status;
-  v1::ErrorDetail out;
-  EXPECT_TRUE(status.ParseFromString(s.error_details())) << s.error_message();
-  EXPECT_TRUE(status.details_size() == 1 && status.details(0).UnpackTo(&out));
-  return out;
-}
-
 std::string Text(const google::protobuf::Message& m) {
   std::string s;
   google::protobuf::TextFormat::PrintToString(m, &s);
@@ -88,7 +80,7 @@ TEST_F(ScheduleInjectionTest, NoNameOrTextFieldReachesTheToolchainOrAnyReply) {
       const grpc::Status s = agent_propose(Text(f.With(base, form)), h, "", &r);
       ASSERT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
           << f.path() << " = " << form << ": " << s.error_message();
-      const v1::ErrorDetail detail = Detail(s);
+      const v1::ErrorDetail detail = testing::DetailOf(s);
       EXPECT_EQ(detail.field(), "schedule_text." + f.path()) << s.error_message();
       EXPECT_EQ(detail.diagnostic_id(), report::DIAG_INVALID_NAME);
       EXPECT_NE(s.error_message().find(f.path()), std::string::npos) << s.error_message();
