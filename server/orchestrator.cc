@@ -364,55 +364,6 @@ absl::Status Orchestrator::Advance(const std::string& candidate, Step step,
   return ledger_->candidates().SetState(candidate, next->state, next->rejected_at, note);
 }
 
-absl::Status Orchestrator::OnJobFailed(const ledger::Job& job, const std::string& reason,
-                                       worker::FailureClass failure_class) {
-  if (failure_class == worker::INFRASTRUCTURE) return OnMachineFailure(job, reason);
-  return ledger_->Atomically([&]() -> absl::Status {
-    CAKE_RETURN_IF_ERROR(ledger_->jobs().Finish(job.id, false, reason));
-    switch (job.kind) {
-      case JobKind::kCompile:
-        return Advance(job.candidate_id, Step::kCompileJobFailed,
-                       absl::StrCat("compile job failed: ", reason));
-      case JobKind::kValidate: {
-        // The worker died or hung past its limit: that is a failed numerical record.
-        evidence::EvidenceRecord r;
-        r.set_kind(evidence::NUMERICAL_CONTRACT);
-        r.set_status(evidence::FAILED);
-        r.set_failure(absl::StrCat("validation worker failed: ", reason));
-        r.set_summary(r.failure());
-        CAKE_RETURN_IF_ERROR(ledger_->evidence().PutRecord(job.candidate_id, job.id, r));
-        return Advance(job.candidate_id, Step::kEvidenceFailed,
-                       absl::StrCat("validation job failed: ", reason));
-      }
-      case JobKind::kSanitize:
-        // Missing evidence, not a defect: the candidate stays where it is, not eligible.
-        return Advance(
-            job.candidate_id, Step::kNote,
-            absl::StrCat("sanitizer job failed (evidence missing, not eligible): ", reason));
-      case JobKind::kMeasure: {
-        // The run is recorded as invalid with the reason; it never enters a ranking.
-        worker::Request req;
-        evidence::Measurement m;
-        if (req.ParseFromString(job.request)) {
-          m.set_incumbent(req.measure().incumbent().candidate());
-          m.set_run(req.measure().run());
-        }
-        m.set_candidate(job.candidate_id);
-        m.set_invalid(true);
-        m.set_invalid_reason(absl::StrCat("measure worker failed: ", reason));
-        m.set_verdict(evidence::INVALID);
-        CAKE_RETURN_IF_ERROR(ledger_->evidence().PutMeasurement(job.candidate_id, m));
-        return Advance(job.candidate_id, Step::kNote,
-                       absl::StrCat("measurement run invalid (no timing ranked): ", reason));
-      }
-      case JobKind::kRegress:  // the job's failure is the record (jobs and events)
-      case JobKind::kUnknown:
-        break;
-    }
-    return absl::OkStatus();
-  });
-}
-
 absl::Status Orchestrator::OnCompiled(const ledger::Job& job, const worker::Reply& reply) {
   CAKE_ASSIGN_OR_RETURN(evidence::Candidate cand, ledger_->candidates().Get(job.candidate_id));
   CAKE_ASSIGN_OR_RETURN(contract::Contract c, ledger_->contracts().Get(cand.contract_id()));

@@ -1,6 +1,7 @@
-// The orchestrator's side of machine failures (server/machine_failures.h): a job the machine
-// failed is retried after a delay or BLOCKED, its candidate only noted; Retry re-queues what was
-// blocked; Tick records job ends the ledger could not take when they happened (a full disk).
+// How the orchestrator records a job that failed. The schedule's fault settles the candidate as
+// the job kind says (OnJobFailed). The machine's (server/machine_failures.h) is retried after a
+// delay or BLOCKED, the candidate only noted (OnMachineFailure). Retry re-queues what was
+// blocked. Tick records job ends the ledger could not take when they happened (a full disk).
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -10,6 +11,57 @@
 #include "spdlog/spdlog.h"
 
 namespace cake::server {
+
+using ledger::JobKind;
+
+absl::Status Orchestrator::OnJobFailed(const ledger::Job& job, const std::string& reason,
+                                       worker::FailureClass failure_class) {
+  if (failure_class == worker::INFRASTRUCTURE) return OnMachineFailure(job, reason);
+  return ledger_->Atomically([&]() -> absl::Status {
+    CAKE_RETURN_IF_ERROR(ledger_->jobs().Finish(job.id, false, reason));
+    switch (job.kind) {
+      case JobKind::kCompile:
+        return Advance(job.candidate_id, Step::kCompileJobFailed,
+                       absl::StrCat("compile job failed: ", reason));
+      case JobKind::kValidate: {
+        // The worker died or hung past its limit: that is a failed numerical record.
+        evidence::EvidenceRecord r;
+        r.set_kind(evidence::NUMERICAL_CONTRACT);
+        r.set_status(evidence::FAILED);
+        r.set_failure(absl::StrCat("validation worker failed: ", reason));
+        r.set_summary(r.failure());
+        CAKE_RETURN_IF_ERROR(ledger_->evidence().PutRecord(job.candidate_id, job.id, r));
+        return Advance(job.candidate_id, Step::kEvidenceFailed,
+                       absl::StrCat("validation job failed: ", reason));
+      }
+      case JobKind::kSanitize:
+        // Missing evidence, not a defect: the candidate stays where it is, not eligible.
+        return Advance(
+            job.candidate_id, Step::kNote,
+            absl::StrCat("sanitizer job failed (evidence missing, not eligible): ", reason));
+      case JobKind::kMeasure: {
+        // The run is recorded as invalid with the reason; it never enters a ranking.
+        worker::Request req;
+        evidence::Measurement m;
+        if (req.ParseFromString(job.request)) {
+          m.set_incumbent(req.measure().incumbent().candidate());
+          m.set_run(req.measure().run());
+        }
+        m.set_candidate(job.candidate_id);
+        m.set_invalid(true);
+        m.set_invalid_reason(absl::StrCat("measure worker failed: ", reason));
+        m.set_verdict(evidence::INVALID);
+        CAKE_RETURN_IF_ERROR(ledger_->evidence().PutMeasurement(job.candidate_id, m));
+        return Advance(job.candidate_id, Step::kNote,
+                       absl::StrCat("measurement run invalid (no timing ranked): ", reason));
+      }
+      case JobKind::kRegress:  // the job's failure is the record (jobs and events)
+      case JobKind::kUnknown:
+        break;
+    }
+    return absl::OkStatus();
+  });
+}
 
 absl::Status Orchestrator::OnMachineFailure(const ledger::Job& job, const std::string& reason) {
   const MachineRetry next = NextMachineRetry(machine_retry_, job.infra_failures);
