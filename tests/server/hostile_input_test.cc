@@ -420,12 +420,18 @@ TEST_F(HostileInputTest, AReadOnlyLedgerIsRefusedAtStart) {
     d.Stop();
   }
   // As root every file is writable, so caked runs as nobody on a state directory nobody owns,
-  // with the ledger read-only for it.
+  // with the ledger read-only for it; its binaries are copied where nobody can run them (the
+  // checkout may lie in a 0700 folder).
+  const fs::path bin = testing::FreshDir("caked_ro_bin");
+  ::chmod(bin.c_str(), 0755);
+  for (const char* exe : {"caked", "cake-worker"})
+    fs::copy_file(fs::path(CAKED_PATH).parent_path() / exe, bin / exe);
   const std::string log = (state_ / "ro.log").string();
   const std::string cmd = absl::StrCat(
       "chown -R 65534:65534 ", state_.string(), " && chmod 0444 ", state_.string(),
       "/ledger.db && ", geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "",
-      CAKED_PATH, " --state-dir ", state_.string(), " --no-gpu > ", log, " 2>&1; echo rc=$?");
+      (bin / "caked").string(), " --state-dir ", state_.string(), " --no-gpu > ", log,
+      " 2>&1; echo rc=$?");
   base::SubprocessOptions opts;
   opts.timeout = std::chrono::seconds(30);
   auto r = base::RunSubprocess({"/bin/sh", "-c", cmd}, opts);
@@ -433,6 +439,7 @@ TEST_F(HostileInputTest, AReadOnlyLedgerIsRefusedAtStart) {
   EXPECT_NE(r->stdout_bytes.find("rc=1"), std::string::npos) << r->stdout_bytes;
   const std::string text = testing::ReadText(log);
   EXPECT_NE(text.find("is read-only for this process"), std::string::npos) << text;
+  fs::remove_all(bin);
 }
 
 TEST_F(HostileInputTest, AFullDiskSaysSoInsteadOfNotADatabase) {
