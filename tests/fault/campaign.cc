@@ -496,13 +496,28 @@ CampaignResult RunHostileSuite(const CampaignOptions& o) {
   fs::remove_all(faults);
   fs::create_directories(state);
   fs::create_directories(faults);
-  std::ofstream(faults / "real_worker") << o.worker;
+  // Both workers from copies the worker uid can reach and the process census can name (the
+  // build folder may lie in a private 0700 checkout): the hostile worker execs the real one
+  // itself, as that uid.
+  const fs::path bin = o.work / "hostile-bin";
+  fs::create_directories(bin);
+  for (const fs::path& p : {o.work, bin}) ::chmod(p.c_str(), 0755);
+  auto copy = [&](const std::string& from) {
+    const fs::path to = bin / fs::path(from).filename();
+    std::error_code ec;
+    fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+    ::chmod(to.c_str(), 0755);
+    return to.string();
+  };
+  const std::string real_worker = copy(o.worker);
+  const std::string hostile_worker = copy(o.hostile_worker);
+  std::ofstream(faults / "real_worker") << real_worker;
   std::ofstream(faults / "behavior") << "ok";
   const int timeout_ms = 8000;  // a real compile here takes about 3 s
   const fs::path config = o.work / "hostile.conf";
   std::vector<std::string> lines = BaseConfig(o);
   lines.push_back(absl::StrCat("compile_timeout_ms = ", timeout_ms));
-  lines.push_back(absl::StrCat("worker_path = ", o.hostile_worker));
+  lines.push_back(absl::StrCat("worker_path = ", hostile_worker));
   lines.push_back("compile_address_space_bytes = 1073741824");
   lines.push_back("job_pids_max = 64");
   lines.push_back("cpu_workers = 1");
@@ -556,7 +571,7 @@ CampaignResult RunHostileSuite(const CampaignOptions& o) {
       const double over = ran_ms - timeout_ms;
       worst_over_ms = std::max(worst_over_ms, over);
       const std::string error = job[0][2];
-      const auto left = Strays(state, 0, o.hostile_worker);
+      const auto left = Strays(state, 0, hostile_worker);
       entry["runs"] = entry.value("runs", 0) + 1;
       entry["max_ms"] = std::max(entry.value("max_ms", 0.0), ran_ms);
       entry["pids_left"] = entry.value("pids_left", 0) + static_cast<int>(left.size());
