@@ -176,11 +176,10 @@ gpuqueue::SandboxOptions Orchestrator::WorkerOptions(const std::string& job_name
     gpuqueue::SandboxSpec spec;
     spec.job_dir = (fs::path(config_.state_dir) / "work" / job_name).string();
     spec.writable = config_.worker_writable;
-    // Compile jobs (where a schedule could once make nvcc read a file) read only what a compile
-    // needs; measured on the build machine. GPU jobs keep the wide rule (everything but the
-    // state directory) until a GPU run has measured the narrow one with the driver, NVML and
-    // compute-sanitizer.
-    if (!gpu) spec.readable = config_.worker_readable;
+    // Every job reads only the system's trees, the toolkit and the worker's folder: compile jobs
+    // (nvcc, cuobjdump) and GPU jobs (the driver, NVML, compute-sanitizer) were measured to run
+    // in that set (evidence/sandbox_read_set/).
+    spec.readable = config_.worker_readable;
     spec.writable.push_back(config_.store_root);
     spec.writable.push_back((fs::path(config_.store_root) / "tmp").string());
     spec.run_as_uid = config_.worker_uid;
