@@ -49,11 +49,18 @@ using cake::clients::PrintStatus;
 
 namespace {
 
-constexpr int kOk = 0, kFail = 1, kUsage = 2, kRegression = 3, kAuth = 4, kUnavailable = 5;
+// Exit codes (README: Exit codes). 2 is a usage error found before any call; each class of
+// the daemon's answer has its own code.
+constexpr int kOk = 0, kFail = 1, kUsage = 2, kRegression = 3, kAuth = 4, kUnavailable = 5,
+              kRefused = 6, kNotFound = 7, kBusy = 8;
 
 struct Globals {
   std::string server, token_file, output;
+  std::string tls_ca, tls_cert, tls_key;  // TLS to a TCP daemon (PEM files)
 };
+
+// Errors as JSON on stderr under `-o json` (not when json is only the default of a pipe).
+bool json_errors = false;
 
 std::string ReadFile(const std::string& path, bool* ok) {
   std::ifstream in(path);
@@ -90,16 +97,20 @@ std::vector<std::pair<std::string, std::string>>& SentFiles() {
   return *files;
 }
 
-int ExitFor(const grpc::Status& s) {
-  const std::string detail = DetailText(s);
-  std::string message = redact(s.error_message());
-  for (const auto& [sent_as, user_file] : SentFiles())
-    if (!user_file.empty())
-      message = absl::StrReplaceAll(message, {{sent_as + ":", user_file + ":"}});
-  std::cerr << "cakectl: " << message << " ("
-            << absl::StatusCodeToString(static_cast<absl::StatusCode>(s.error_code()))
-            << (detail.empty() ? "" : "; " + detail) << ")\n";
-  switch (s.error_code()) {
+// The ErrorDetail's field of a refusal ("" if none).
+std::string DetailField(const grpc::Status& s) {
+  svc::RpcStatus status;
+  svc::ErrorDetail d;
+  if (s.error_details().empty() || !status.ParseFromString(s.error_details()) ||
+      status.details_size() == 0 || !status.details(0).UnpackTo(&d))
+    return "";
+  return d.field();
+}
+
+int ExitCodeFor(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK:
+      return kOk;
     case grpc::StatusCode::UNAUTHENTICATED:
     case grpc::StatusCode::PERMISSION_DENIED:
       return kAuth;
@@ -107,10 +118,49 @@ int ExitFor(const grpc::Status& s) {
     case grpc::StatusCode::DEADLINE_EXCEEDED:
       return kUnavailable;
     case grpc::StatusCode::INVALID_ARGUMENT:
-      return kUsage;
+    case grpc::StatusCode::FAILED_PRECONDITION:
+    case grpc::StatusCode::OUT_OF_RANGE:
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return kRefused;
+    case grpc::StatusCode::NOT_FOUND:
+      return kNotFound;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return kBusy;
     default:
       return kFail;
   }
+}
+
+// Whether TLS was asked for (a CA, or a client certificate).
+bool UsesTls(const Globals& g) { return !g.tls_ca.empty() || !g.tls_cert.empty(); }
+bool tls_in_use = false;
+
+int ExitFor(const grpc::Status& s) {
+  const std::string detail = DetailText(s);
+  std::string message = redact(s.error_message());
+  for (const auto& [sent_as, user_file] : SentFiles())
+    if (!user_file.empty())
+      message = absl::StrReplaceAll(message, {{sent_as + ":", user_file + ":"}});
+  // A failed handshake reads as "failed to connect": say which check to look at.
+  if (tls_in_use && s.error_code() == grpc::StatusCode::UNAVAILABLE)
+    absl::StrAppend(&message,
+                    " (TLS: the daemon's certificate must be signed by --tls-ca and name the "
+                    "host you connect to; under mutual TLS give --tls-cert and --tls-key)");
+  const std::string code = absl::StatusCodeToString(static_cast<absl::StatusCode>(s.error_code()));
+  if (json_errors) {
+    google::protobuf::Struct out;
+    auto& f = *out.mutable_fields();
+    f["code"].set_string_value(code);
+    f["message"].set_string_value(message);
+    if (const std::string field = DetailField(s); !field.empty())
+      f["field"].set_string_value(field);
+    f["exit_code"].set_number_value(ExitCodeFor(s.error_code()));
+    std::cerr << Json(out, false) << "\n";
+  } else {
+    std::cerr << "cakectl: " << message << " (" << code << (detail.empty() ? "" : "; " + detail)
+              << ")\n";
+  }
+  return ExitCodeFor(s.error_code());
 }
 
 class Client {
@@ -118,8 +168,7 @@ class Client {
   explicit Client(const Globals& g) {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(64 << 20);
-    stub_ = svc::CakeService::NewStub(
-        grpc::CreateCustomChannel(g.server, grpc::InsecureChannelCredentials(), args));
+    stub_ = svc::CakeService::NewStub(grpc::CreateCustomChannel(g.server, Credentials(g), args));
     bool ok = false;
     token_ = std::string(absl::StripAsciiWhitespace(ReadFile(g.token_file, &ok)));
     if (!ok || token_.empty()) {
@@ -157,6 +206,18 @@ class Client {
   svc::CakeService::Stub* operator->() { return stub_.get(); }
 
  private:
+  // TLS when a CA or a client certificate is given (unreadable files leave them empty, and the
+  // handshake then names the failure); plaintext otherwise.
+  std::shared_ptr<grpc::ChannelCredentials> Credentials(const Globals& g) {
+    if (!UsesTls(g)) return grpc::InsecureChannelCredentials();
+    grpc::SslCredentialsOptions tls;
+    bool ok = false;
+    if (!g.tls_ca.empty()) tls.pem_root_certs = ReadFile(g.tls_ca, &ok);
+    if (!g.tls_cert.empty()) tls.pem_cert_chain = ReadFile(g.tls_cert, &ok);
+    if (!g.tls_key.empty()) tls.pem_private_key = ReadFile(g.tls_key, &ok);
+    return grpc::SslCredentials(tls);
+  }
+
   std::unique_ptr<svc::CakeService::Stub> stub_;
   std::string token_;
   std::string token_problem_;
@@ -260,7 +321,11 @@ int main(int argc, char** argv) {
       "  cakectl inspect c3-... --section diagnostics\n"
       "  cakectl watch --until-idle --timeout 600\n"
       "  cakectl measure c3-... --key m-1\n"
-      "  cakectl retry c3-...");
+      "  cakectl retry c3-...\n"
+      "Exit codes: 0 ok, 1 failed (a job, a gate, or the daemon's internal error), 2 usage, "
+      "3 regression, 4 not authenticated or not allowed, 5 daemon unavailable, 6 request "
+      "refused (invalid or not possible now), 7 not found, 8 busy (retry later). Under -o json "
+      "an error is a JSON object on stderr: code, message, field, exit_code.");
   app.require_subcommand(1);
   app.fallthrough();  // global options may follow the subcommand
   // Flags > $CAKE_ADDR, $CAKE_TOKEN_FILE, $CAKE_OUTPUT > the config file (server, token_file,
@@ -273,8 +338,16 @@ int main(int argc, char** argv) {
                   : (home && *home ? std::string(home) + "/.config/cake/cakectl.conf" : "");
   app.set_config("--config", user_config,
                  "Config file: server, token_file, output (key = value); $CAKECTL_CONFIG");
-  Globals g{"", "", ""};
+  Globals g;
   app.add_option("--server", g.server, "unix:PATH or host:port ($CAKE_ADDR)");
+  app.add_option("--tls-ca", g.tls_ca,
+                 "PEM CA that signed the daemon's certificate: connect with TLS ($CAKE_TLS_CA)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-cert", g.tls_cert,
+                 "PEM client certificate, for a daemon with mutual TLS ($CAKE_TLS_CERT)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-key", g.tls_key, "PEM private key of --tls-cert ($CAKE_TLS_KEY)")
+      ->check(CLI::ExistingFile);
   app.add_option("--token-file", g.token_file, "File holding the role token ($CAKE_TOKEN_FILE)");
   app.add_option("-o,--output", g.output,
                  "table | json (default: table on a terminal; $CAKE_OUTPUT)")
@@ -378,6 +451,9 @@ int main(int argc, char** argv) {
         cake::base::ArgsWithEnvironment(argc, argv,
                                         {{"--server", "CAKE_ADDR"},
                                          {"--token-file", "CAKE_TOKEN_FILE"},
+                                         {"--tls-ca", "CAKE_TLS_CA"},
+                                         {"--tls-cert", "CAKE_TLS_CERT"},
+                                         {"--tls-key", "CAKE_TLS_KEY"},
                                          {"--output", "CAKE_OUTPUT"},
                                          {"--config", "CAKECTL_CONFIG"}});
     app.parse(args);
@@ -389,6 +465,13 @@ int main(int argc, char** argv) {
     return kOk;
   }
   if (g.server.empty()) g.server = DefaultServer();
+  json_errors = g.output == "json";
+  tls_in_use = UsesTls(g);
+  if (g.tls_cert.empty() != g.tls_key.empty()) {
+    std::cerr << "cakectl: --tls-cert and --tls-key go together (a client certificate and its "
+                 "key)\n";
+    return kUsage;
+  }
   if (g.token_file.empty()) g.token_file = DefaultToken();
   if (space_cmd->parsed()) {
     const cake::workloads::Workload* w = cake::workloads::FindWorkload(space_operation);

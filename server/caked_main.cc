@@ -19,6 +19,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "auth_audit.h"
 #include "base/cli_layers.h"
 #include "base/digest.h"
 #include "base/files.h"
@@ -29,6 +30,7 @@
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "ledger/ledger.h"
+#include "listener.h"
 #include "orchestrator.h"
 #include "reflection_v1.h"
 #include "service.h"
@@ -82,11 +84,12 @@ bool StderrIsTheJournal() {
 
 // Rewrites the Prometheus textfile; a failure is logged once per kind of error, never fatal.
 void WriteMetrics(cake::server::Orchestrator& orch, const cake::gpuqueue::Nvml* nvml,
-                  const std::string& path) {
+                  const cake::server::AuthAudit& audit, const std::string& path) {
   static std::string last_error;
   absl::StatusOr<cake::server::MetricsInput> m = orch.MetricsSnapshot();
   absl::Status s = m.status();
   if (s.ok()) {
+    m->auth_failures = audit.Counts();
     for (unsigned i = 0; nvml != nullptr && i < 64; ++i) {
       const cake::gpuqueue::Nvml::Reading r = nvml->Read(i);
       if (std::isnan(r.sm_mhz) && std::isnan(r.temperature_c) && std::isnan(r.power_w)) break;
@@ -156,6 +159,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   cfg.state_dir = fs::absolute(cfg.state_dir).lexically_normal().string();
+  // The address and its credentials are checked before anything is opened or bound.
+  absl::StatusOr<cake::server::ListenerPlan> planned = cake::server::PlanListener(cfg);
+  if (!planned.ok()) {
+    spdlog::critical("{}", std::string(planned.status().message()));
+    return 1;
+  }
+  cake::server::ListenerPlan& listener = *planned;
   // Nothing in the state directory is touched before this daemon owns it.
   auto state_lock = cake::server::StateLock::Acquire(cfg.state_dir, cfg.listen);
   if (!state_lock.ok()) {
@@ -273,24 +283,27 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  if (absl::StartsWith(cfg.listen, "unix:")) {
-    const fs::path sock = cfg.listen.substr(5);
-    fs::create_directories(sock.parent_path(), ec);
+  if (listener.address.kind == cake::server::ListenAddress::Kind::kUnix) {
+    const fs::path sock = listener.address.path;
     struct stat st;
     if (lstat(sock.c_str(), &st) == 0) {
       if (!S_ISSOCK(st.st_mode)) {
         spdlog::critical("{} exists and is not a socket; refusing to replace it", sock.string());
         return 1;
       }
-      fs::remove(sock, ec);  // stale socket of an earlier run
+      fs::remove(sock, ec);  // stale socket of an earlier run (the state lock says it is ours)
     }
   }
-  cake::server::CakeServiceImpl service(&orch, &*tokens);
+  cake::server::AuthAudit audit;
+  cake::server::CakeServiceImpl service(&orch, &*tokens, &audit, listener.client_certs.get());
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int bound_port = 0;
-  builder.AddListeningPort(cfg.listen, grpc::InsecureServerCredentials(), &bound_port);
+  builder.AddListeningPort(cfg.listen, listener.credentials, &bound_port);
+  // One owner per address: without SO_REUSEPORT a second daemon's bind fails instead of
+  // sharing the port (and half of every client's calls).
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(static_cast<int>(cfg.max_message_bytes));
   // A reply over the limit fails as RESOURCE_EXHAUSTED instead of growing without bound.
   builder.SetMaxSendMessageSize(static_cast<int>(cfg.max_reply_bytes));
@@ -315,17 +328,21 @@ int main(int argc, char** argv) {
     builder.experimental().SetInterceptorCreators(std::move(hooks));
   }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (!server) {
-    spdlog::critical("cannot listen on {}", cfg.listen);
+  if (!server ||
+      (listener.address.kind == cake::server::ListenAddress::Kind::kTcp && bound_port == 0)) {
+    spdlog::critical("{}", cake::server::BindFailure(listener.address));
     orch.Stop();
     return 1;
   }
-  if (absl::StartsWith(cfg.listen, "unix:")) chmod(cfg.listen.substr(5).c_str(), 0660);
+  if (listener.address.kind == cake::server::ListenAddress::Kind::kUnix)
+    chmod(listener.address.path.c_str(), 0660);
   // Overall and per service, as health clients ask for either ("" or "cake.v1.CakeService").
   server->GetHealthCheckService()->SetServingStatus(true);
   server->GetHealthCheckService()->SetServingStatus(cake::v1::CakeService::service_full_name(),
                                                     true);
-  spdlog::info("caked listening on {} (boot {}, ledger {})", cfg.listen, boot_id, ledger_path);
+  for (const std::string& w : listener.warnings) spdlog::warn("{}", w);
+  spdlog::info("caked listening on {} ({}; boot {}, ledger {})",
+               listener.address.WithPort(bound_port), listener.transport, boot_id, ledger_path);
   sd_notify(0, "READY=1");
 
   // The metrics' SM clocks come from NVML, which needs no CUDA context in this process.
@@ -344,7 +361,7 @@ int main(int argc, char** argv) {
     }
     orch.Tick();
     if (!cfg.metrics_file.empty() && ++ticks % 5 == 1)
-      WriteMetrics(orch, nvml.get(), cfg.metrics_file);
+      WriteMetrics(orch, nvml.get(), audit, cfg.metrics_file);
     auto st = orch.Status();
     if (st.ok())
       sd_notify(

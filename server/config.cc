@@ -51,6 +51,15 @@ void AddDaemonOptions(CLI::App& app, DaemonConfig* c) {
                  "$RUNTIME_DIRECTORY, else /run/cake/SCOPE)");
   app.add_option("--metrics-file", c->metrics_file,
                  "Prometheus textfile (node_exporter's textfile collector) to keep current");
+  app.add_option("--tls-cert", c->tls_cert,
+                 "PEM certificate (chain) of a TCP listen address; needs --tls-key");
+  app.add_option("--tls-key", c->tls_key, "PEM private key of --tls-cert");
+  app.add_option("--tls-client-ca", c->tls_client_ca,
+                 "PEM CA of client certificates: mutual TLS, every client presents one");
+  app.add_option("--insecure-listen", c->insecure_listen,
+                 "Serve a TCP address other hosts can reach without TLS, tokens in clear "
+                 "(true or false; refused otherwise)")
+      ->capture_default_str();
 }
 
 std::vector<std::pair<std::string, std::string>> DaemonEnvironment(const CLI::App& app) {

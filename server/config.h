@@ -37,6 +37,11 @@ struct DaemonConfig {
   // /run/cake/SCOPE.
   std::string runtime_dir;
   std::string metrics_file;  // Prometheus textfile, rewritten every few seconds
+  // TLS on a TCP listen address (server/tls_credentials.h): certificate chain and key (PEM),
+  // and the CA of client certificates for mutual TLS ("" = no client certificates).
+  std::string tls_cert, tls_key, tls_client_ca;
+  // Serve a TCP address other hosts can reach without TLS (tokens in clear): refused unless set.
+  bool insecure_listen = false;
 };
 
 // Registers `--config` and one option per DaemonConfig field on `app`, bound to `config`.

@@ -7,6 +7,7 @@
 #include "compiler/targets.h"
 #include "eligibility.h"
 #include "error_detail.h"
+#include "proposal.h"
 #include "protocol/stopping.h"
 #include "workloads/workload.h"
 
@@ -43,11 +44,8 @@ absl::Status CheckContract(const contract::Contract& c) {
       return field.empty() ? absl::InvalidArgumentError(bad)
                            : InvalidField(absl::StrCat("contract.", field), bad);
   }
-  auto parsed = compiler::ParseModuleText(c.baseline_schedule(), "baseline_schedule");
-  if (!parsed.ok())
-    return absl::InvalidArgumentError(
-        absl::StrCat("baseline schedule: ", parsed.status().message()));
-  return absl::OkStatus();
+  // Read as a proposal's schedule is (names, limits, kernels), refusals naming the field.
+  return CheckBaselineSchedule(c.baseline_schedule());
 }
 
 std::string KeyedContractId(const std::string& key, const contract::Contract& c) {

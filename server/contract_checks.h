@@ -10,7 +10,8 @@ namespace cake::server {
 
 // INVALID_ARGUMENT naming the first problem: no name, an operation no workload registers (the
 // message names the registered ones), no required non-held-out row, a bad row shape, an unknown
-// target, a bad protocol or validation policy, a baseline schedule that does not parse.
+// target, a bad protocol or validation policy, a missing or unreadable baseline schedule
+// (field contract.baseline_schedule).
 absl::Status CheckContract(const contract::Contract& c);
 
 // "ct-" + 16 hex digits of an HMAC of the contract's deterministic bytes under `key`: an agent

@@ -72,6 +72,10 @@ std::string MetricsText(const MetricsInput& in) {
          "Incumbents recorded per contract (the first, its baseline, counts).");
   for (const auto& [contract, n] : in.promotions)
     absl::StrAppend(&out, "caked_promotions_total{contract=\"", Label(contract), "\"} ", n, "\n");
+  Family(&out, "caked_auth_failures_total", "counter",
+         "Calls refused as UNAUTHENTICATED or PERMISSION_DENIED since start, by reason.");
+  for (const auto& [reason, n] : in.auth_failures)
+    absl::StrAppend(&out, "caked_auth_failures_total{reason=\"", Label(reason), "\"} ", n, "\n");
   Family(&out, "caked_candidates", "gauge", "Candidates by state.");
   for (const auto& [state, n] : in.status.candidates_by_state())
     absl::StrAppend(&out, "caked_candidates{state=\"", Label(state), "\"} ", n, "\n");

@@ -1,7 +1,7 @@
 // The daemon's state as a Prometheus textfile (text exposition format 0.0.4), for
 // node_exporter's textfile collector: queue depth, jobs by kind and state, the seconds GPU lanes
-// spent on jobs, each device's SM clock now, promotions. Rendering is pure; writing replaces the
-// file atomically (a scrape never reads half a file).
+// spent on jobs, each device's SM clock now, promotions, refused calls. Rendering is pure; writing
+// replaces the file atomically (a scrape never reads half a file).
 #pragma once
 
 #include <cstdint>
@@ -18,8 +18,9 @@ namespace cake::server {
 struct MetricsInput {
   v1::StatusReply status;
   std::vector<ledger::JobQueue::KindStateCount> jobs;
-  std::map<std::string, int64_t> promotions;  // per contract id
-  std::vector<float> sm_mhz;                  // per NVML device index; NaN where unknown
+  std::map<std::string, int64_t> promotions;     // per contract id
+  std::vector<float> sm_mhz;                     // per NVML device index; NaN where unknown
+  std::map<std::string, int64_t> auth_failures;  // refused calls by reason (AuthAudit)
 };
 
 // Job kinds that run on a GPU lane (validate, sanitize, measure, regress).

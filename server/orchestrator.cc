@@ -478,17 +478,22 @@ absl::StatusOr<int64_t> Orchestrator::EnqueueMeasure(const std::string& candidat
 }
 
 absl::StatusOr<v1::CreateContractReply> Orchestrator::CreateContract(const contract::Contract& c) {
+  // Everything is checked before anything is stored, and the contract and its baseline
+  // candidate are stored together or not at all: a refused contract leaves no row.
   CAKE_RETURN_IF_ERROR(CheckContract(c));
   v1::CreateContractReply reply;
   reply.set_contract_id(KeyedContractId(config_.contract_id_key, c));
-  CAKE_ASSIGN_OR_RETURN(bool existed, ledger_->contracts().Insert(reply.contract_id(), c));
-  reply.set_existed(existed);
-  v1::ProposeRequest baseline;
-  baseline.set_contract_id(reply.contract_id());
-  baseline.set_schedule_text(c.baseline_schedule());
-  baseline.mutable_hypothesis()->set_expected_effect("baseline: the contract's first incumbent");
-  CAKE_ASSIGN_OR_RETURN(v1::ProposeReply p, Propose(baseline, Role::kOperator));
-  reply.set_baseline_candidate(p.candidate_id());
+  CAKE_RETURN_IF_ERROR(ledger_->Atomically([&]() -> absl::Status {
+    CAKE_ASSIGN_OR_RETURN(bool existed, ledger_->contracts().Insert(reply.contract_id(), c));
+    reply.set_existed(existed);
+    v1::ProposeRequest baseline;
+    baseline.set_contract_id(reply.contract_id());
+    baseline.set_schedule_text(c.baseline_schedule());
+    baseline.mutable_hypothesis()->set_expected_effect("baseline: the contract's first incumbent");
+    CAKE_ASSIGN_OR_RETURN(v1::ProposeReply p, Propose(baseline, Role::kOperator));
+    reply.set_baseline_candidate(p.candidate_id());
+    return absl::OkStatus();
+  }));
   return reply;
 }
 

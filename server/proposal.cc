@@ -83,6 +83,14 @@ absl::StatusOr<ProposedSchedules> ReadPortfolio(const portfolio::Portfolio& p) {
 
 }  // namespace
 
+absl::Status CheckBaselineSchedule(const std::string& text) {
+  if (text.empty())
+    return InvalidField("contract.baseline_schedule",
+                        "the contract has no baseline_schedule: its first incumbent (cakectl "
+                        "contract create CONTRACT --baseline SCHEDULE)");
+  return ReadSchedule(text, "contract.baseline_schedule", "baseline.textproto").status();
+}
+
 absl::StatusOr<ProposedSchedules> ReadProposal(const v1::ProposeRequest& req) {
   if (req.has_portfolio()) {
     if (!req.schedule_text().empty())

@@ -26,4 +26,8 @@ struct ProposedSchedules {
 // a file instead of carrying its schedule.
 absl::StatusOr<ProposedSchedules> ReadProposal(const v1::ProposeRequest& req);
 
+// A contract's baseline read as a proposal's schedule is, refusals naming
+// contract.baseline_schedule (CreateContract checks it before it stores anything).
+absl::Status CheckBaselineSchedule(const std::string& text);
+
 }  // namespace cake::server

@@ -1,34 +1,60 @@
 #include "service.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "error_detail.h"
+#include "grpc/grpc_security_constants.h"
 #include "inspect_view.h"
 #include "request_limits.h"
 
 namespace cake::server {
 namespace {}  // namespace
 
-absl::StatusOr<Role> CakeServiceImpl::Authorize(grpc::ServerContext* ctx,
-                                                std::initializer_list<Role> allowed) {
+absl::StatusOr<Role> CakeServiceImpl::Authenticate(grpc::ServerContext* ctx,
+                                                   std::initializer_list<Role> allowed,
+                                                   AuthFailure* reason) {
+  if (client_certs_ != nullptr) {
+    std::string pem;
+    if (auto auth = ctx->auth_context(); auth != nullptr)
+      for (const grpc::string_ref& v : auth->FindPropertyValues(GRPC_X509_PEM_CERT_PROPERTY_NAME))
+        pem.assign(v.data(), v.size());
+    *reason = AuthFailure::kClientCertificate;
+    if (absl::Status s = client_certs_->Verify(pem); !s.ok()) return s;
+  }
   const auto& md = ctx->client_metadata();
   auto it = md.find("authorization");
+  *reason = AuthFailure::kMissingToken;
   if (it == md.end())
     return absl::UnauthenticatedError("missing bearer token (authorization: Bearer <token>)");
-  auto role = tokens_->RoleFor(std::string(it->second.data(), it->second.size()));
-  if (!role.ok()) return role.status();
+  const std::string authorization(it->second.data(), it->second.size());
+  auto role = tokens_->RoleFor(authorization);
+  if (!role.ok()) {
+    if (absl::StartsWith(authorization, "Bearer ")) *reason = AuthFailure::kUnknownToken;
+    return role.status();
+  }
   std::string roles;
   for (Role r : allowed) {
     if (r == *role) return *role;
     absl::StrAppend(&roles, roles.empty() ? "" : " or ", RoleName(r));
   }
+  *reason = AuthFailure::kRoleDenied;
   return absl::PermissionDeniedError(absl::StrCat("role '", RoleName(*role),
                                                   "' may not call this method (it needs ", roles,
                                                   ": that role's token file)"));
 }
 
+absl::StatusOr<Role> CakeServiceImpl::Authorize(grpc::ServerContext* ctx, const char* method,
+                                                std::initializer_list<Role> allowed) {
+  AuthFailure reason = AuthFailure::kMissingToken;
+  absl::StatusOr<Role> role = Authenticate(ctx, allowed, &reason);
+  if (!role.ok() && audit_ != nullptr)
+    audit_->Refused(ctx->peer(), method, reason, std::string(role.status().message()));
+  return role;
+}
+
 // Authorizes the call, then refuses a request over any field limit before anything reads it.
 #define CAKE_AUTHORIZE(var, ...)                                                           \
-  auto var##_or = Authorize(ctx, {__VA_ARGS__});                                           \
+  auto var##_or = Authorize(ctx, __func__, {__VA_ARGS__});                                 \
   if (!var##_or.ok()) return ToGrpc(var##_or.status());                                    \
   if (absl::Status limits = CheckRequestLimits(*req); !limits.ok()) return ToGrpc(limits); \
   const Role var = *var##_or

@@ -1,20 +1,26 @@
-// The gRPC face of the orchestrator: authenticates each call (bearer token -> role), checks the
-// role, translates absl status codes to gRPC ones, and forwards. Holds no state of its own but
-// the count of open watches.
+// The gRPC face of the orchestrator: authenticates each call (the client certificate under
+// mutual TLS, then the bearer token -> role), checks the role, records refusals (AuthAudit),
+// translates absl status codes to gRPC ones, and forwards. Holds no state of its own but the
+// count of open watches.
 #pragma once
 
 #include <atomic>
 
 #include "auth.h"
+#include "auth_audit.h"
 #include "cake/service.grpc.pb.h"
 #include "error_detail.h"
 #include "orchestrator.h"
+#include "tls_credentials.h"
 
 namespace cake::server {
 
 class CakeServiceImpl final : public v1::CakeService::Service {
  public:
-  CakeServiceImpl(Orchestrator* orch, const TokenTable* tokens) : orch_(orch), tokens_(tokens) {}
+  // `client_certs` (may be null: no mutual TLS) judges each call's client certificate.
+  CakeServiceImpl(Orchestrator* orch, const TokenTable* tokens, AuthAudit* audit,
+                  const ClientCertVerifier* client_certs = nullptr)
+      : orch_(orch), tokens_(tokens), audit_(audit), client_certs_(client_certs) {}
 
   grpc::Status CreateContract(grpc::ServerContext*, const v1::CreateContractRequest*,
                               v1::CreateContractReply*) override;
@@ -41,10 +47,16 @@ class CakeServiceImpl final : public v1::CakeService::Service {
   static constexpr int kMaxWatches = 16;
 
  private:
-  // The caller's role if it is one of `allowed`; PERMISSION_DENIED / UNAUTHENTICATED otherwise.
-  absl::StatusOr<Role> Authorize(grpc::ServerContext* ctx, std::initializer_list<Role> allowed);
+  // The caller's role if it is one of `allowed`; PERMISSION_DENIED / UNAUTHENTICATED otherwise,
+  // recorded in the audit with `method`.
+  absl::StatusOr<Role> Authorize(grpc::ServerContext* ctx, const char* method,
+                                 std::initializer_list<Role> allowed);
+  absl::StatusOr<Role> Authenticate(grpc::ServerContext* ctx, std::initializer_list<Role> allowed,
+                                    AuthFailure* reason);
   Orchestrator* orch_;
   const TokenTable* tokens_;
+  AuthAudit* audit_;
+  const ClientCertVerifier* client_certs_;
   std::atomic<bool> stopping_{false};
   std::atomic<int> watches_{0};
 };

@@ -187,7 +187,7 @@ TEST_F(BadRequestsTest, CakectlNamesTheStatusAndTheUsersFile) {
   auto proposed =
       base::RunSubprocess({CAKECTL_PATH, "propose", file.string(), "--contract", contract}, o);
   ASSERT_TRUE(proposed.ok()) << proposed.status();
-  EXPECT_EQ(proposed->exit_code, 2);
+  EXPECT_EQ(proposed->exit_code, 6);  // refused by the daemon, not a usage error
   EXPECT_NE(proposed->stderr_bytes.find(file.string() + ":3:"), std::string::npos)
       << proposed->stderr_bytes;
   EXPECT_NE(proposed->stderr_bytes.find("(INVALID_ARGUMENT"), std::string::npos)

@@ -60,6 +60,11 @@ class Daemon {
     const int rc = posix_spawn(&pid_, caked_.c_str(), &fa, nullptr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) return false;
+    // A TCP daemon is up once it says so (the address it bound is in that line); the fixture's
+    // own channel stays on the unix address it does not serve.
+    bool over_tcp = false;
+    for (size_t i = 0; i + 1 < extra.size(); ++i)
+      if (extra[i] == "--listen" && extra[i + 1].rfind("unix:", 0) != 0) over_tcp = true;
     for (int i = 0; i < 200; ++i) {
       int status = 0;
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
@@ -67,6 +72,8 @@ class Daemon {
         pid_ = 0;
         return false;
       }
+      if (over_tcp && Read(state_ / "caked.log").find("caked listening on") != std::string::npos)
+        return true;
       // The socket file appears at bind(), before listen(): a connect in between is refused, so
       // the daemon is up once a connection succeeds, not when the file exists.
       if (std::filesystem::exists(state_ / "caked.sock") &&

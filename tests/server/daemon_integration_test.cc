@@ -466,7 +466,16 @@ TEST_F(DaemonTest, CakectlExitCodes) {
   EXPECT_EQ(Cakectl({"-o", "json", "status"}, env, &out), 0) << out;
   EXPECT_NE(out.find("\"boot_id\""), std::string::npos);
   EXPECT_EQ(Cakectl({"frobnicate"}, env), 2);
-  EXPECT_EQ(Cakectl({"show", "c404-missing"}, env, &out), 1) << out;
+  EXPECT_EQ(Cakectl({"show", "c404-missing"}, env, &out), 7) << out;
+  // Under -o json an error is one JSON object: its code by name, the message, the exit code.
+  EXPECT_EQ(Cakectl({"-o", "json", "show", "c404-missing"}, env, &out), 7) << out;
+  EXPECT_NE(out.find("\"code\":\"NOT_FOUND\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"exit_code\":7"), std::string::npos) << out;
+  // A refused request names its field.
+  const fs::path contract_only = testing::SourceDir() / "contracts/gemm_bf16.textproto";
+  EXPECT_EQ(Cakectl({"-o", "json", "contract", "create", contract_only.string()}, env, &out), 6)
+      << out;
+  EXPECT_NE(out.find("\"field\":\"contract.baseline_schedule\""), std::string::npos) << out;
   auto agent = env;
   agent["CAKE_TOKEN_FILE"] = (state_ / "tokens" / "agent").string();
   EXPECT_EQ(Cakectl({"contract", "create",
@@ -486,7 +495,7 @@ TEST_F(DaemonTest, CakectlExitCodes) {
   EXPECT_NE(page.find("square_4k"), std::string::npos);
   EXPECT_NE(page.find("No valid measurement yet"), std::string::npos);
   EXPECT_NE(page.find("no SM120 execution witness"), std::string::npos);
-  EXPECT_EQ(Cakectl({"report", "ct-0000000000000000", "--out", html.string()}, env, &out), 1)
+  EXPECT_EQ(Cakectl({"report", "ct-0000000000000000", "--out", html.string()}, env, &out), 7)
       << out;
   d.Stop();
   EXPECT_EQ(Cakectl({"status"}, env, &out), 5) << out;

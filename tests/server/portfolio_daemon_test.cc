@@ -218,8 +218,9 @@ TEST_F(PortfolioDaemonTest, CakectlProposesAPortfolioFileWithItsMembersInline) {
             0)
       << out;
   EXPECT_NE(out.find("\"candidate_id\""), std::string::npos) << out;
-  // Without --portfolio the file is read as one schedule, and it is not one (INVALID_ARGUMENT).
-  EXPECT_EQ(cakectl({"propose", file, "--contract", contract}, &out), 2) << out;
+  // Without --portfolio the file is read as one schedule, and it is not one (INVALID_ARGUMENT:
+  // the daemon refused the request).
+  EXPECT_EQ(cakectl({"propose", file, "--contract", contract}, &out), 6) << out;
   EXPECT_NE(out.find("has no field named \"members\""), std::string::npos) << out;
   // A portfolio whose member file is missing is a usage error, before any call.
   const fs::path broken = state_ / "broken.textproto";
