@@ -4,7 +4,9 @@
 
 It holds no authority of its own: every call goes to caked with the *agent* token
 ($CAKE_TOKEN_FILE, else STATE_DIR/tokens/agent; STATE_DIR is $CAKE_STATE_DIR, default
-/var/lib/caked), so the daemon decides what is allowed. Tools: status, inspect, propose (a
+/var/lib/caked), so the daemon decides what is allowed. The daemon's address is $CAKE_ADDR
+(default: the state directory's socket); a daemon on TCP with TLS takes $CAKE_TLS_CA (and, under
+mutual TLS, $CAKE_TLS_CERT and $CAKE_TLS_KEY), as cakectl does. Tools: status, inspect, propose (a
 schedule or a portfolio), analyze, compile, validate, measure. Their input schemas are derived
 from the request messages in proto/cake/service.proto. A call whose arguments do not match its schema is a JSON-RPC error
 (INVALID_PARAMS) naming the field path; a call the daemon refuses is a tool result with

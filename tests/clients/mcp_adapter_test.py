@@ -16,7 +16,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
 sys.path.insert(0, os.path.dirname(__file__))
-from python_client_test import SOURCE, Daemon  # noqa: E402
+from python_client_test import SOURCE, Daemon, mutual_tls_daemon  # noqa: E402
 
 from cake import Client, Schedule  # noqa: E402
 
@@ -219,6 +219,30 @@ class McpAdapterTest(unittest.TestCase):
         self.assertIn("FAILED_PRECONDITION", measure.content[0].text)
         self.assertTrue(missing.is_error)
         self.assertIn("NOT_FOUND", missing.content[0].text)
+
+
+class McpOverTlsTest(unittest.TestCase):
+    def test_the_adapter_reaches_a_mutual_tls_daemon_from_the_environment(self):
+        daemon, pki = mutual_tls_daemon()
+        try:
+            params = StdioServerParameters(
+                command=sys.executable, args=[ADAPTER],
+                env={"CAKE_STATE_DIR": daemon.state, "CAKE_ADDR": daemon.address,
+                     "CAKE_TLS_CA": pki["ca.pem"], "CAKE_TLS_CERT": pki["client.pem"],
+                     "CAKE_TLS_KEY": pki["client.key"],
+                     "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
+
+            async def run():
+                async with stdio_client(params) as (read, write):
+                    async with ClientSession(read, write) as s:
+                        await s.initialize()
+                        return await s.call_tool("status", {})
+
+            result = anyio.run(run)
+            self.assertFalse(result.is_error, result.content)
+            self.assertIn("boot_id", json.dumps(result.structured_content))
+        finally:
+            daemon.stop()
 
 
 if __name__ == "__main__":

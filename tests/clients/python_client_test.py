@@ -5,6 +5,7 @@ illegal one's diagnostics, the builder's refusals, role and idempotency errors.
 Run by CTest with CAKED_PATH and CAKE_SOURCE_DIR set and PYTHONPATH=clients/python.
 """
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -20,14 +21,25 @@ SOURCE = os.environ.get("CAKE_SOURCE_DIR", os.path.join(os.path.dirname(__file__
 
 
 class Daemon:
-    def __init__(self):
+    """caked on a fresh state directory: on its socket, or with `flags` (a TCP --listen) on the
+    address its log names (`address`)."""
+
+    def __init__(self, flags=()):
         self.state = tempfile.mkdtemp(prefix="cake-python-client.")
         self.log = open(os.path.join(self.state, "caked.log"), "wb")
         self.proc = subprocess.Popen([os.environ["CAKED_PATH"], "--state-dir", self.state,
-                                      "--no-gpu"], stdout=subprocess.DEVNULL, stderr=self.log)
+                                      "--no-gpu", *flags], stdout=subprocess.DEVNULL,
+                                     stderr=self.log)
         sock = os.path.join(self.state, "caked.sock")
+        self.address = "unix:" + sock
         for _ in range(200):
-            if os.path.exists(sock) and os.path.exists(os.path.join(self.state, "tokens", "ci")):
+            if flags:
+                said = re.search(r"caked listening on 127\.0\.0\.1:(\d+) ",
+                                 open(self.log.name).read())
+                if said:
+                    self.address = "localhost:" + said.group(1)
+                    return
+            elif os.path.exists(sock) and os.path.exists(os.path.join(self.state, "tokens", "ci")):
                 return
             if self.proc.poll() is not None:
                 break
@@ -39,6 +51,36 @@ class Daemon:
         self.proc.wait(timeout=30)
         self.log.close()
         shutil.rmtree(self.state, ignore_errors=True)
+
+
+def make_pki(folder):
+    """A CA, a server certificate for localhost, a client certificate: PEM paths by name."""
+    def openssl(*args):
+        subprocess.run(["openssl", *args], check=True, capture_output=True)
+    paths = {n: os.path.join(folder, n) for n in
+             ("ca.key", "ca.pem", "server.key", "server.pem", "client.key", "client.pem",
+              "req.csr", "ext")}
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+    openssl("req", "-x509", *ec, "-keyout", paths["ca.key"], "-out", paths["ca.pem"], "-days",
+            "2", "-subj", "/CN=cake-test-ca")
+    with open(paths["ext"], "w") as f:
+        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    for who in ("server", "client"):
+        openssl("req", *ec, "-keyout", paths[who + ".key"], "-out", paths["req.csr"], "-subj",
+                "/CN=" + ("localhost" if who == "server" else "cake-agent"))
+        openssl("x509", "-req", "-in", paths["req.csr"], "-CA", paths["ca.pem"], "-CAkey",
+                paths["ca.key"], "-CAcreateserial", "-out", paths[who + ".pem"], "-days", "2",
+                "-extfile", paths["ext"])
+    return paths
+
+
+def mutual_tls_daemon():
+    """A caked on 127.0.0.1 under mutual TLS, and its PKI."""
+    pki_dir = tempfile.mkdtemp(prefix="cake-pki.")
+    pki = make_pki(pki_dir)
+    return Daemon(flags=["--listen", "127.0.0.1:0", "--tls-cert", pki["server.pem"],
+                         "--tls-key", pki["server.key"], "--tls-client-ca", pki["ca.pem"]]), pki
+
 
 
 class PythonClientTest(unittest.TestCase):
@@ -240,6 +282,25 @@ class PythonClientTest(unittest.TestCase):
         with self.assertRaises(CakeError) as e:
             Client(token_file="/nonexistent/token")
         self.assertEqual(e.exception.code, grpc.StatusCode.UNAUTHENTICATED)
+
+
+class TlsClientTest(unittest.TestCase):
+    def test_mutual_tls_round_trip_and_a_client_without_a_certificate(self):
+        daemon, pki = mutual_tls_daemon()
+        try:
+            token = os.path.join(daemon.state, "tokens", "operator")
+            with Client(address=daemon.address, token_file=token, tls_ca=pki["ca.pem"],
+                        tls_cert=pki["client.pem"], tls_key=pki["client.key"]) as c:
+                self.assertTrue(c.status().boot_id)
+            with Client(address=daemon.address, token_file=token, tls_ca=pki["ca.pem"]) as c:
+                with self.assertRaises(CakeError) as refused:
+                    c.status()
+                self.assertEqual(refused.exception.code, grpc.StatusCode.UNAVAILABLE)
+            with self.assertRaises(CakeError) as half:
+                Client(address=daemon.address, token_file=token, tls_cert=pki["client.pem"])
+            self.assertIn("go together", half.exception.message)
+        finally:
+            daemon.stop()
 
 
 if __name__ == "__main__":

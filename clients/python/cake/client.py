@@ -102,11 +102,38 @@ def default_token_file() -> str:
     return os.path.join(_state_dir(), "tokens", "operator")
 
 
+def _channel_credentials(ca: Optional[str], cert: Optional[str],
+                         key: Optional[str]) -> Optional[grpc.ChannelCredentials]:
+    """TLS credentials from PEM files, or None for plaintext (no CA and no client cert)."""
+    if not ca and not cert:
+        return None
+    if bool(cert) != bool(key):
+        raise CakeError(grpc.StatusCode.INVALID_ARGUMENT,
+                        "tls_cert and tls_key go together (a client certificate and its key)")
+
+    def read(path):
+        if not path:
+            return None
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except OSError as e:
+            raise CakeError(grpc.StatusCode.INVALID_ARGUMENT,
+                            f"cannot read {path}: {e.strerror}") from None
+
+    return grpc.ssl_channel_credentials(root_certificates=read(ca), private_key=read(key),
+                                        certificate_chain=read(cert))
+
+
 class Client:
     """One connection to caked. Methods return the reply messages (cake.service_pb2)."""
 
     def __init__(self, address: Optional[str] = None, token_file: Optional[str] = None,
-                 timeout_s: float = 30.0):
+                 timeout_s: float = 30.0, tls_ca: Optional[str] = None,
+                 tls_cert: Optional[str] = None, tls_key: Optional[str] = None):
+        """TLS (a daemon on TCP with tls_cert): `tls_ca` is the PEM CA that signed the daemon's
+        certificate; `tls_cert` and `tls_key` a client certificate for mutual TLS. Each defaults
+        to $CAKE_TLS_CA, $CAKE_TLS_CERT, $CAKE_TLS_KEY, as in cakectl."""
         self.address = address or default_address()
         path = token_file or default_token_file()
         try:
@@ -120,8 +147,12 @@ class Client:
                             f"{path} holds no token (64 hex digits caked wrote)")
         self._metadata = (("authorization", f"Bearer {token}"),)
         self._timeout = timeout_s
-        self._channel = grpc.insecure_channel(
-            self.address, options=[("grpc.max_receive_message_length", 64 << 20)])
+        options = [("grpc.max_receive_message_length", 64 << 20)]
+        tls = _channel_credentials(tls_ca or os.environ.get("CAKE_TLS_CA"),
+                                   tls_cert or os.environ.get("CAKE_TLS_CERT"),
+                                   tls_key or os.environ.get("CAKE_TLS_KEY"))
+        self._channel = (grpc.secure_channel(self.address, tls, options=options) if tls
+                         else grpc.insecure_channel(self.address, options=options))
         self._stub = service_pb2_grpc.CakeServiceStub(self._channel)
 
     def close(self) -> None:
