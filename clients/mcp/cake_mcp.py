@@ -42,20 +42,43 @@ _INTS = {pbd.FieldDescriptor.TYPE_INT32, pbd.FieldDescriptor.TYPE_INT64,
          pbd.FieldDescriptor.TYPE_SINT32, pbd.FieldDescriptor.TYPE_SINT64}
 
 
-def message_schema(desc: pbd.Descriptor, depth: int = 0) -> dict:
-    """The JSON schema of a message as json_format reads it (proto field names)."""
+_INT64 = {pbd.FieldDescriptor.TYPE_INT64, pbd.FieldDescriptor.TYPE_UINT64,
+          pbd.FieldDescriptor.TYPE_SINT64, pbd.FieldDescriptor.TYPE_FIXED64,
+          pbd.FieldDescriptor.TYPE_SFIXED64}
+_INTS |= _INT64 | {pbd.FieldDescriptor.TYPE_FIXED32, pbd.FieldDescriptor.TYPE_SFIXED32}
+# Every integer is a JSON integer when it is exact in a double (|v| <= 2^53), else a decimal
+# string, in inputs and outputs of every tool alike.
+_EXACT = 1 << 53
+_INTEGER = {"type": ["integer", "string"], "pattern": "^-?[0-9]+$",
+            "description": "an integer; a decimal string when beyond 2^53"}
+
+
+def _is_map(f: pbd.FieldDescriptor) -> bool:
+    return f.type == pbd.FieldDescriptor.TYPE_MESSAGE and f.message_type.GetOptions().map_entry
+
+
+def _value_schema(f: pbd.FieldDescriptor, depth: int, closed: bool) -> dict:
+    if f.type == pbd.FieldDescriptor.TYPE_MESSAGE:
+        return message_schema(f.message_type, depth + 1, closed) if depth < 4 else {"type": "object"}
+    if f.type == pbd.FieldDescriptor.TYPE_ENUM:
+        return {"type": "string", "enum": [v.name for v in f.enum_type.values]}
+    if f.type in _INTS:
+        return dict(_INTEGER)
+    return dict(_SCALARS.get(f.type, {"type": "string"}))
+
+
+def message_schema(desc: pbd.Descriptor, depth: int = 0, closed: bool = True) -> dict:
+    """The JSON schema of a message as json_format reads and _json writes it (proto field
+    names). `closed`: no other property (inputs); outputs may grow fields."""
     props = {}
     for f in desc.fields:
-        if f.type == pbd.FieldDescriptor.TYPE_MESSAGE:
-            s = message_schema(f.message_type, depth + 1) if depth < 4 else {"type": "object"}
-        elif f.type == pbd.FieldDescriptor.TYPE_ENUM:
-            s = {"type": "string", "enum": [v.name for v in f.enum_type.values]}
-        elif f.type in _INTS:
-            s = {"type": "integer"}
-        else:
-            s = dict(_SCALARS.get(f.type, {"type": "string"}))
+        if _is_map(f):
+            props[f.name] = {"type": "object", "additionalProperties": _value_schema(
+                f.message_type.fields_by_name["value"], depth, closed)}
+            continue
+        s = _value_schema(f, depth, closed)
         props[f.name] = {"type": "array", "items": s} if f.label == f.LABEL_REPEATED else s
-    return {"type": "object", "properties": props, "additionalProperties": False}
+    return {"type": "object", "properties": props, "additionalProperties": not closed}
 
 
 def _with(schema: dict, required=(), **extra) -> dict:
@@ -70,30 +93,79 @@ _WAIT = {"type": "number", "minimum": 0, "maximum": 600,
          "description": "seconds to wait for the stage (default 120)"}
 _CANDIDATE = message_schema(service_pb2.GetCandidateRequest.DESCRIPTOR)
 
+def _out(desc: pbd.Descriptor) -> dict:
+    return message_schema(desc, closed=False)
+
+
+# What analyze, compile and validate return: the candidate's summary and that stage's evidence.
+_SUMMARY = {"type": "object", "properties": {
+    "id": {"type": "string"}, "contract_id": {"type": "string"},
+    "state": {"type": "string"}, "rejected_at": {"type": "string"}, "note": {"type": "string"},
+    "eligibility": _out(evidence_pb2.Eligibility.DESCRIPTOR),
+    "diagnostics": {"type": "array", "items": {"type": "object", "properties": {
+        "id": {"type": ["string", "null"]}, "message": {"type": "string"},
+        "repair": {"type": "array", "items": {"type": "string"}}}}},
+    "measurements": {"type": "array", "items": {"type": "object", "properties": {
+        "run": dict(_INTEGER), "verdict": {"type": "string"}, "ratio": {"type": "number"}}}},
+}, "required": ["id", "state", "eligibility"]}
+
+
+def _stage(extra: str, schema: dict) -> dict:
+    out = json.loads(json.dumps(_SUMMARY))
+    out["properties"][extra] = schema
+    return out
+
+
+_READ = types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                              open_world_hint=False)
+# Propose stores a candidate; the same schedule again returns the same record.
+_PROPOSE = types.ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                                 idempotent_hint=True, open_world_hint=False)
+# Measure queues GPU runs; only a repeated idempotency_key returns the first job.
+_MEASURE = types.ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                                 idempotent_hint=False, open_world_hint=False)
+
+# name: (description, input schema, output schema, annotations). Input schemas are plain objects
+# (no oneOf at the top, which several LLM tool APIs refuse); where one of two properties is
+# needed the description says so and the call is refused naming them.
 TOOLS = {
     "status": ("Devices, queue, contracts and their incumbents, recent failures.",
-               message_schema(service_pb2.StatusRequest.DESCRIPTOR)),
+               message_schema(service_pb2.StatusRequest.DESCRIPTOR),
+               _out(service_pb2.StatusReply.DESCRIPTOR), _READ),
     "inspect": ("A candidate or a contract (its incumbent): a compact summary with bottlenecks, "
-                "branches and recent failures; `sections` add detail within max_bytes.",
-                {**message_schema(service_pb2.InspectRequest.DESCRIPTOR),
-                 "oneOf": [{"required": ["candidate_id"]}, {"required": ["contract_id"]}]}),
+                "branches and recent failures; `sections` add detail within max_bytes. Give "
+                "exactly one of candidate_id and contract_id.",
+                message_schema(service_pb2.InspectRequest.DESCRIPTOR),
+                _out(service_pb2.InspectReply.DESCRIPTOR), _READ),
     "propose": ("Propose a schedule (cake.ir.Module text) for a contract, with its hypothesis: "
                 "parent, changed_decisions, expected_effect, falsification. Or, instead of "
                 "schedule_text, a portfolio: members in dispatch order, each with its "
-                "schedule_text and a shape guard, and a fallback for every other shape.",
-                {**_with(message_schema(service_pb2.ProposeRequest.DESCRIPTOR),
-                         required=("contract_id",)),
-                 "oneOf": [{"required": ["schedule_text"]}, {"required": ["portfolio"]}]}),
+                "schedule_text and a shape guard, and a fallback for every other shape. Give "
+                "exactly one of schedule_text and portfolio.",
+                _with(message_schema(service_pb2.ProposeRequest.DESCRIPTOR),
+                      required=("contract_id",)),
+                _out(service_pb2.ProposeReply.DESCRIPTOR), _PROPOSE),
     "analyze": ("The analysis report of a candidate (verdict, diagnostics with repairs).",
-                _with(_CANDIDATE, required=("candidate_id",), wait_s=_WAIT)),
+                _with(_CANDIDATE, required=("candidate_id",), wait_s=_WAIT),
+                _stage("analysis", _out(evidence_pb2.Candidate.DESCRIPTOR.fields_by_name[
+                    "analysis"].message_type)), _READ),
     "compile": ("The lowering receipt of a candidate (SASS census, registers, spills).",
-                _with(_CANDIDATE, required=("candidate_id",), wait_s=_WAIT)),
+                _with(_CANDIDATE, required=("candidate_id",), wait_s=_WAIT),
+                _stage("receipt", _out(evidence_pb2.Candidate.DESCRIPTOR.fields_by_name[
+                    "receipt"].message_type)), _READ),
     "validate": ("The validation evidence of a candidate (each record, eligibility).",
-                 _with(_CANDIDATE, required=("candidate_id",), wait_s=_WAIT)),
+                 _with(_CANDIDATE, required=("candidate_id",), wait_s=_WAIT),
+                 _stage("evidence", {"type": "array", "items": _out(
+                     evidence_pb2.Candidate.DESCRIPTOR.fields_by_name["evidence"].message_type)}),
+                 _READ),
     "measure": ("Measure an eligible candidate against the incumbent (paired runs on the GPU).",
                 _with(message_schema(service_pb2.MeasureRequest.DESCRIPTOR),
-                      required=("candidate_id",))),
+                      required=("candidate_id",)),
+                {"type": "object", "properties": {"job_id": dict(_INTEGER)},
+                 "required": ["job_id"]}, _MEASURE),
 }
+# Exactly one of these properties, where a tool needs one.
+_ONE_OF = {"inspect": ("candidate_id", "contract_id"), "propose": ("schedule_text", "portfolio")}
 
 _SETTLED = {evidence_pb2.REJECTED, evidence_pb2.MEASURED, evidence_pb2.CHALLENGER,
             evidence_pb2.CONFIRMED_WINNER}
@@ -101,8 +173,35 @@ _STAGE = {"analyze": evidence_pb2.ANALYZED, "compile": evidence_pb2.COMPILED,
           "validate": evidence_pb2.VALIDATED}
 
 
+def _exact_ints(value, desc: pbd.Descriptor):
+    """MessageToDict's output with 64-bit integers as JSON integers where exact (|v| <= 2^53);
+    larger ones stay decimal strings."""
+    if not isinstance(value, dict):
+        return value
+    for f in desc.fields:
+        if f.name not in value:
+            continue
+        if _is_map(f):
+            vf = f.message_type.fields_by_name["value"]
+            value[f.name] = {k: _field_value(v, vf) for k, v in value[f.name].items()}
+        elif f.label == f.LABEL_REPEATED:
+            value[f.name] = [_field_value(v, f) for v in value[f.name]]
+        else:
+            value[f.name] = _field_value(value[f.name], f)
+    return value
+
+
+def _field_value(v, f: pbd.FieldDescriptor):
+    if f.type == pbd.FieldDescriptor.TYPE_MESSAGE:
+        return _exact_ints(v, f.message_type)
+    if f.type in _INT64 and isinstance(v, str) and abs(int(v)) <= _EXACT:
+        return int(v)
+    return v
+
+
 def _json(msg) -> dict:
-    return json_format.MessageToDict(msg, preserving_proto_field_name=True)
+    return _exact_ints(json_format.MessageToDict(msg, preserving_proto_field_name=True),
+                       msg.DESCRIPTOR)
 
 
 def _summary(c: evidence_pb2.Candidate) -> dict:
@@ -112,7 +211,7 @@ def _summary(c: evidence_pb2.Candidate) -> dict:
         "rejected_at": evidence_pb2.CandidateState.Name(c.rejected_at)
         if c.state == evidence_pb2.REJECTED else "",
         "note": c.status_note,
-        "eligibility": c.eligibility.summary,
+        "eligibility": _json(c.eligibility),
         "diagnostics": [{"id": _json(d).get("id"), "message": d.message, "repair": list(d.repair)}
                         for d in c.diagnostics][:10],
         "measurements": [{"run": m.run, "verdict": evidence_pb2.TimingVerdict.Name(m.verdict),
@@ -157,7 +256,6 @@ class Tools:
             out["receipt"] = _json(c.receipt)
         else:
             out["evidence"] = [_json(r) for r in c.evidence]
-            out["eligibility"] = _json(c.eligibility)
         return out
 
 
@@ -169,7 +267,8 @@ def _field_path(error: jsonschema.ValidationError) -> str:
 def build_server(tools: Tools) -> Server:
     async def list_tools(ctx, params) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[
-            types.Tool(name=n, description=d, input_schema=s) for n, (d, s) in TOOLS.items()])
+            types.Tool(name=n, description=d, input_schema=i, output_schema=o, annotations=a)
+            for n, (d, i, o, a) in TOOLS.items()])
 
     async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         if params.name not in TOOLS:
@@ -181,6 +280,13 @@ def build_server(tools: Tools) -> Server:
         except jsonschema.ValidationError as e:
             raise MCPError(types.INVALID_PARAMS, f"{_field_path(e)}: {e.message}",
                            {"field": _field_path(e)}) from None
+        if params.name in _ONE_OF:
+            given = [k for k in _ONE_OF[params.name] if k in args]
+            if len(given) != 1:
+                a, b = _ONE_OF[params.name]
+                raise MCPError(types.INVALID_PARAMS,
+                               f"arguments: give exactly one of {a} and {b} (given: "
+                               f"{', '.join(given) or 'neither'})", {"field": f"arguments.{a}"})
         try:
             result = await anyio.to_thread.run_sync(tools.call, params.name, args)
         except CakeError as e:

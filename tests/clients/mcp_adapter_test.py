@@ -11,6 +11,7 @@ import sys
 import unittest
 
 import anyio
+import jsonschema
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
@@ -62,8 +63,19 @@ class McpAdapterTest(unittest.TestCase):
         propose = next(t for t in tools if t.name == "propose")
         props = propose.input_schema["properties"]
         self.assertEqual(propose.input_schema["required"], ["contract_id"])
-        self.assertEqual(propose.input_schema["oneOf"],
-                         [{"required": ["schedule_text"]}, {"required": ["portfolio"]}])
+        # MCP's conventions: a plain object at the top of every input schema, annotations, and
+        # an output schema for each tool (all of them return data).
+        for t in tools:
+            self.assertEqual(t.input_schema["type"], "object", t.name)
+            self.assertFalse({"oneOf", "anyOf", "allOf"} & set(t.input_schema), t.name)
+            self.assertIsNotNone(t.annotations, t.name)
+            self.assertIsNotNone(t.output_schema, t.name)
+            self.assertEqual(t.output_schema["type"], "object", t.name)
+        read_only = sorted(t.name for t in tools if t.annotations.read_only_hint)
+        self.assertEqual(read_only, ["analyze", "compile", "inspect", "status", "validate"])
+        measure = next(t for t in tools if t.name == "measure")
+        self.assertFalse(measure.annotations.idempotent_hint)
+        self.assertFalse(measure.annotations.destructive_hint)
         self.assertIn("members", props["portfolio"]["properties"])
         # Derived from cake.v1.ProposeRequest and cake.evidence.Hypothesis.
         self.assertIn("idempotency_key", props)
@@ -145,9 +157,8 @@ class McpAdapterTest(unittest.TestCase):
         self.assertEqual(a["analysis"]["verdict"], "VERIFIED", a["note"])
         self.assertNotEqual(a["state"], "REJECTED", a["note"])
         self.assertTrue(all(e is not None for e in errors), errors)
-        self.assertTrue(all("oneOf" in e.message or "valid under each of" in e.message
-                            or "not valid under any" in e.message for e in errors),
-                        [e.message for e in errors])
+        self.assertTrue(all("give exactly one of schedule_text and portfolio" in e.message
+                            for e in errors), [e.message for e in errors])
 
     def test_an_illegal_schedule_gets_diagnostics_with_repairs(self):
         bad = Schedule.gemm().with_tile(256, 256, 64).pipeline(stages=4)
@@ -199,6 +210,36 @@ class McpAdapterTest(unittest.TestCase):
         self.assertIn("candidate_id", errors[2].message)
         self.assertIn("no tool 'create_contract'", errors[3].message)  # no operator verbs
 
+    def test_read_only_tools_return_what_their_output_schemas_say(self):
+        async def body(sess):
+            tools = {t.name: t for t in (await sess.list_tools()).tools}
+            calls = {"status": {}, "inspect": {"contract_id": self.contract},
+                     "analyze": {"candidate_id": self.baseline, "wait_s": 60},
+                     "compile": {"candidate_id": self.baseline, "wait_s": 120},
+                     "validate": {"candidate_id": self.baseline, "wait_s": 1}}
+            out = {n: await sess.call_tool(n, a) for n, a in calls.items()}
+            both = None
+            try:
+                await sess.call_tool("inspect", {"contract_id": self.contract,
+                                                 "candidate_id": self.baseline})
+            except MCPError as e:
+                both = e
+            return tools, out, both
+
+        tools, out, both = self.session(body)
+        for name, result in out.items():
+            self.assertFalse(result.is_error, (name, result.content))
+            jsonschema.validate(result.structured_content, tools[name].output_schema)
+        # int64 fields are JSON integers in every tool (the status's job counts, the receipt's).
+        self.assertIsInstance(out["status"].structured_content.get("queued_jobs", 0), int)
+        receipt = out["compile"].structured_content["receipt"]
+        self.assertIsInstance(receipt["resources"]["shared_dynamic_bytes"], int)
+        # eligibility is one object everywhere.
+        for name in ("analyze", "compile", "validate"):
+            self.assertIsInstance(out[name].structured_content["eligibility"], dict, name)
+        self.assertIsNotNone(both)
+        self.assertIn("exactly one of candidate_id and contract_id", both.message)
+
     def test_daemon_refusals_come_back_as_error_results(self):
         async def body(sess):
             big = await sess.call_tool("propose", {"contract_id": self.contract,
@@ -214,7 +255,7 @@ class McpAdapterTest(unittest.TestCase):
         # The refusal's detail names the field, the limit and the diagnostic, for programs.
         detail = big.structured_content["error"]["detail"]
         self.assertEqual(detail["field"], "schedule_text")
-        self.assertEqual(detail["limit"], "262144")
+        self.assertEqual(detail["limit"], 262144)  # an int64 within 2^53 is a JSON integer
         self.assertTrue(measure.is_error)
         self.assertIn("FAILED_PRECONDITION", measure.content[0].text)
         self.assertTrue(missing.is_error)
