@@ -380,6 +380,7 @@ absl::StatusOr<std::unique_ptr<PreparedSandbox>> PrepareSandbox(const SandboxSpe
     }
     const uint64_t all = attr.handled_access_fs;
     std::vector<std::string> writable = spec.writable;
+    writable.insert(writable.end(), spec.group_writable.begin(), spec.group_writable.end());
     writable.push_back(spec.job_dir);
     for (const std::string& w : writable) {
       // A rule needs the tree to exist; the artifact store is created on first use.

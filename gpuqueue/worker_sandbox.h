@@ -58,7 +58,10 @@ inline constexpr const char* kSystemReadable[] = {"/usr",
 
 struct SandboxSpec {
   std::string job_dir;                // read-write: cwd, HOME, TMPDIR
-  std::vector<std::string> writable;  // read-write trees (the artifact store)
+  std::vector<std::string> writable;  // read-write trees, given to the worker's uid per job
+  // Read-write trees the worker reaches through its group (the artifact store: the daemon owns
+  // it, sticky and group-writable, so a worker adds entries but cannot touch another's).
+  std::vector<std::string> group_writable;
   // Read-execute trees beyond kSystemReadable: the toolkit, the worker's folder, library
   // folders (WorkerReadSet). Empty: the wide rule, everything readable but protected_dirs (for
   // callers that cannot say; caked always says).

@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -19,6 +20,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "artifact_ownership.h"
 #include "auth_audit.h"
 #include "base/cli_layers.h"
 #include "base/digest.h"
@@ -260,10 +262,22 @@ int main(int argc, char** argv) {
   ocfg.worker_uid = worker_uid;
   ocfg.worker_gid = worker_gid;
   if (worker_uid >= 0) {
-    // The work directory and the artifact store must be reachable by the worker uid.
-    for (const fs::path& d : {fs::path(cfg.state_dir) / "work", fs::path(ocfg.store_root)}) {
-      fs::create_directories(d, ec);
-      ::chmod(d.c_str(), 0755);
+    // Workers reach their job folders and the artifact store through their group; no other
+    // local user lists either (work/ 0710, the store 01770: server/artifact_ownership.h).
+    const fs::path work = fs::path(cfg.state_dir) / "work";
+    fs::create_directories(work, ec);
+    if (::chown(work.c_str(), ::geteuid(), static_cast<gid_t>(worker_gid)) != 0 ||
+        ::chmod(work.c_str(), 0710) != 0) {
+      spdlog::critical("cannot prepare {} for the worker group: {}", work.string(),
+                       std::strerror(errno));
+      return 1;
+    }
+    if (absl::Status s = cake::server::PrepareArtifactStore(ocfg.store_root, ::geteuid(),
+                                                            static_cast<gid_t>(worker_gid),
+                                                            static_cast<uid_t>(worker_uid));
+        !s.ok()) {
+      spdlog::critical("{}", std::string(s.message()));
+      return 1;
     }
   }
   if (absl::Status s = cake::server::PrepareWorkerPaths(cfg, &ocfg); !s.ok()) {

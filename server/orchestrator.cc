@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "artifact_ownership.h"
 #include "base/status_macros.h"
 #include "base/text.h"
 #include "candidate_view.h"
@@ -180,7 +181,12 @@ gpuqueue::SandboxOptions Orchestrator::WorkerOptions(const std::string& job_name
     // (nvcc, cuobjdump) and GPU jobs (the driver, NVML, compute-sanitizer) were measured to run
     // in that set (evidence/sandbox_read_set/).
     spec.readable = config_.worker_readable;
-    spec.writable.push_back(config_.store_root);
+    // The store is the daemon's (sticky, group-writable for the worker's group: see
+    // HandOverArtifacts); its scratch folder is the worker's.
+    if (config_.worker_uid >= 0)
+      spec.group_writable.push_back(config_.store_root);
+    else
+      spec.writable.push_back(config_.store_root);
     spec.writable.push_back((fs::path(config_.store_root) / "tmp").string());
     spec.run_as_uid = config_.worker_uid;
     spec.run_as_gid = config_.worker_gid;
@@ -368,6 +374,9 @@ absl::Status Orchestrator::Advance(const std::string& candidate, Step step,
 }
 
 absl::Status Orchestrator::OnCompiled(const ledger::Job& job, const worker::Reply& reply) {
+  if (config_.worker_uid >= 0)
+    HandOverCompileOutputs(reply, config_.store_root, ::geteuid(),
+                           static_cast<gid_t>(config_.worker_gid));
   CAKE_ASSIGN_OR_RETURN(evidence::Candidate cand, ledger_->candidates().Get(job.candidate_id));
   CAKE_ASSIGN_OR_RETURN(contract::Contract c, ledger_->contracts().Get(cand.contract_id()));
   return ledger_->Atomically([&]() -> absl::Status {

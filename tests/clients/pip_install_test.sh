@@ -17,7 +17,10 @@ python3 -m venv "$work/venv" || { echo "FAIL: python3 -m venv"; exit 1; }
 if ! "$work/venv/bin/pip" download -q --no-deps -d "$work/probe" protobuf >/dev/null 2>&1; then
   echo "SKIPPED: the package index cannot be reached from here"; exit 77
 fi
-if ! "$work/venv/bin/pip" install -q "$root/clients/python" > "$work/pip.log" 2>&1; then
+# From a copy: setuptools writes build/ beside the sources it installs.
+cp -r "$root/clients/python" "$work/client"
+rm -rf "$work/client/build"
+if ! "$work/venv/bin/pip" install -q "$work/client" > "$work/pip.log" 2>&1; then
   echo "FAIL: pip install ./clients/python"; cat "$work/pip.log"; exit 1
 fi
 "$work/venv/bin/pip" list 2>/dev/null | grep -iE "^(grpcio|protobuf|consumer-cake) "

@@ -335,5 +335,57 @@ TEST_F(NetworkFaceTest, ARefusedCreateContractStoresNothing) {
   EXPECT_EQ(Rows(ledger, "contracts"), before[0] + 1);
 }
 
+int ModeOf(const fs::path& p, struct stat* st) {
+  return ::lstat(p.c_str(), st) == 0 ? static_cast<int>(st->st_mode & 07777) : -1;
+}
+
+// A root caked whose workers run as nobody: what they publish becomes the daemon's, readable by
+// the workers' group, and no other local user lists the store or the job folders.
+TEST_F(NetworkFaceTest, ArtifactsEndOwnedByTheDaemonAndOtherUsersListNothing) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (workers drop to another uid)";
+  Daemon d(state_ / "d");
+  ASSERT_TRUE(d.Start()) << d.Log();
+  if (d.Log().find("workers run as uid 65534") == std::string::npos)
+    GTEST_SKIP() << "workers keep the daemon's uid here: " << d.Log();
+  const std::string contract = testing::CreateContract(d);
+  // The baseline compiles (no GPU here): its entry is then handed over.
+  v1::ListCandidatesRequest list;
+  list.set_contract_id(contract);
+  v1::ListCandidatesReply candidates;
+  ASSERT_TRUE(d.stub()->ListCandidates(d.Ctx().get(), list, &candidates).ok());
+  ASSERT_GE(candidates.candidates_size(), 1);
+  const std::string id = candidates.candidates(0).id();
+  ASSERT_TRUE(d.WaitFor(id, [](const evidence::Candidate& c) {
+    return c.state() >= evidence::COMPILED || c.state() == evidence::REJECTED;
+  })) << d.Log();
+  const fs::path store = state_ / "d" / "artifacts";
+  struct stat s {};
+  EXPECT_EQ(ModeOf(store, &s), 01770);
+  EXPECT_EQ(s.st_uid, 0u);
+  EXPECT_EQ(s.st_gid, 65534u);
+  EXPECT_EQ(ModeOf(state_ / "d" / "work", &s), 0710);
+  int entries = 0;
+  for (const fs::directory_entry& shard : fs::directory_iterator(store)) {
+    if (shard.path().filename().string().size() != 2) continue;
+    for (const fs::directory_entry& entry : fs::directory_iterator(shard.path())) {
+      ++entries;
+      EXPECT_EQ(ModeOf(entry.path(), &s), 0750) << entry.path();
+      EXPECT_EQ(s.st_uid, 0u) << entry.path();
+      EXPECT_EQ(s.st_gid, 65534u) << entry.path();
+      EXPECT_EQ(ModeOf(entry.path() / "kernel.cubin", &s), 0640) << entry.path();
+      EXPECT_EQ(s.st_uid, 0u);
+    }
+  }
+  EXPECT_GE(entries, 2) << "one entry per target (sm_120f and sm_90)";
+  // Another local user (uid 4242, no groups) lists neither the store nor the job folders.
+  for (const fs::path& p : {store, state_ / "d" / "work"}) {
+    auto r = base::RunSubprocess(
+        {"/usr/bin/setpriv", "--reuid=4242", "--regid=4242", "--clear-groups", "ls", p.string()},
+        {});
+    ASSERT_TRUE(r.ok());
+    EXPECT_NE(r->exit_code, 0) << p << " is listable by another user: " << r->stdout_bytes;
+  }
+}
+
 }  // namespace
 }  // namespace cake
