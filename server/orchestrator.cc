@@ -754,17 +754,22 @@ absl::StatusOr<v1::RegressReply> Orchestrator::Regress(const std::string& contra
   if (!execution_device_) return absl::FailedPreconditionError(device_note_);
   v1::RegressReply reply;
   reply.set_incumbent(incumbent);
-  CAKE_ASSIGN_OR_RETURN(int64_t job, EnqueueValidate(incumbent, JobKind::kRegress));
-  reply.set_job_id(job);
-  // The timing half: the incumbent paired against the baseline (the contract's first candidate).
+  // The timing half pairs the incumbent against the baseline (the contract's first candidate).
+  // Both kernels are found before anything is queued, and both jobs are queued together: a
+  // refused regression leaves no job behind.
   CAKE_ASSIGN_OR_RETURN(std::string baseline, ledger_->candidates().Oldest(contract_id));
   CAKE_ASSIGN_OR_RETURN(worker::KernelRef base_kernel, KernelFor(baseline));
   CAKE_ASSIGN_OR_RETURN(worker::KernelRef inc_kernel, KernelFor(incumbent));
-  CAKE_ASSIGN_OR_RETURN(
-      int64_t timing,
-      Enqueue(incumbent, MeasureRequest(incumbent, c, base_kernel, inc_kernel, 0, FreshSeed(),
-                                        /*regress=*/true)));
-  reply.set_timing_job_id(timing);
+  CAKE_RETURN_IF_ERROR(ledger_->Atomically([&]() -> absl::Status {
+    CAKE_ASSIGN_OR_RETURN(int64_t job, EnqueueValidate(incumbent, JobKind::kRegress));
+    reply.set_job_id(job);
+    CAKE_ASSIGN_OR_RETURN(
+        int64_t timing,
+        Enqueue(incumbent, MeasureRequest(incumbent, c, base_kernel, inc_kernel, 0, FreshSeed(),
+                                          /*regress=*/true)));
+    reply.set_timing_job_id(timing);
+    return absl::OkStatus();
+  }));
   reply.set_baseline(baseline);
   return reply;
 }

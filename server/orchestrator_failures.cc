@@ -94,12 +94,14 @@ absl::Status Orchestrator::OnMachineFailure(const ledger::Job& job, const std::s
 
 absl::StatusOr<v1::RetryReply> Orchestrator::Retry(const std::string& candidate) {
   CAKE_RETURN_IF_ERROR(ledger_->candidates().HeadOf(candidate).status());
-  CAKE_ASSIGN_OR_RETURN(int n, ledger_->jobs().Unblock(candidate));
-  if (n > 0) {
-    CAKE_RETURN_IF_ERROR(
-        Advance(candidate, Step::kNote, absl::StrCat(n, " blocked job(s) re-queued by a retry")));
-    if (lanes_) lanes_->Wake();
-  }
+  // The re-queue and its note are one write.
+  int n = 0;
+  CAKE_RETURN_IF_ERROR(ledger_->Atomically([&]() -> absl::Status {
+    CAKE_ASSIGN_OR_RETURN(n, ledger_->jobs().Unblock(candidate));
+    if (n == 0) return absl::OkStatus();
+    return Advance(candidate, Step::kNote, absl::StrCat(n, " blocked job(s) re-queued by a retry"));
+  }));
+  if (n > 0 && lanes_) lanes_->Wake();
   v1::RetryReply reply;
   reply.set_requeued_jobs(n);
   return reply;

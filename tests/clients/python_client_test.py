@@ -27,6 +27,7 @@ class Daemon:
     def __init__(self, flags=()):
         self.state = tempfile.mkdtemp(prefix="cake-python-client.")
         self.log = open(os.path.join(self.state, "caked.log"), "wb")
+        self.scratch = []  # more folders to remove at stop
         self.proc = subprocess.Popen([os.environ["CAKED_PATH"], "--state-dir", self.state,
                                       "--no-gpu", *flags], stdout=subprocess.DEVNULL,
                                      stderr=self.log)
@@ -50,7 +51,8 @@ class Daemon:
         self.proc.terminate()
         self.proc.wait(timeout=30)
         self.log.close()
-        shutil.rmtree(self.state, ignore_errors=True)
+        for folder in [self.state, *self.scratch]:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def make_pki(folder):
@@ -78,8 +80,10 @@ def mutual_tls_daemon():
     """A caked on 127.0.0.1 under mutual TLS, and its PKI."""
     pki_dir = tempfile.mkdtemp(prefix="cake-pki.")
     pki = make_pki(pki_dir)
-    return Daemon(flags=["--listen", "127.0.0.1:0", "--tls-cert", pki["server.pem"],
-                         "--tls-key", pki["server.key"], "--tls-client-ca", pki["ca.pem"]]), pki
+    daemon = Daemon(flags=["--listen", "127.0.0.1:0", "--tls-cert", pki["server.pem"],
+                           "--tls-key", pki["server.key"], "--tls-client-ca", pki["ca.pem"]])
+    daemon.scratch.append(pki_dir)
+    return daemon, pki
 
 
 
