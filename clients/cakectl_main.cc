@@ -73,13 +73,19 @@ std::string ReadFile(const std::string& path, bool* ok) {
 // Applied to every error text printed: no secret reaches a terminal or a CI log.
 std::function<std::string(std::string)> redact = [](std::string t) { return t; };
 
-// The ErrorDetail a refusal carries in its status details, in words ("" if none).
-std::string DetailText(const grpc::Status& s) {
+// The ErrorDetail a refusal carries in its status details (empty if none).
+svc::ErrorDetail DetailOf(const grpc::Status& s) {
   svc::RpcStatus status;
   svc::ErrorDetail d;
   if (s.error_details().empty() || !status.ParseFromString(s.error_details()) ||
       status.details_size() == 0 || !status.details(0).UnpackTo(&d))
-    return "";
+    return svc::ErrorDetail();
+  return d;
+}
+
+// That detail in words ("" if none).
+std::string DetailText(const grpc::Status& s) {
+  const svc::ErrorDetail d = DetailOf(s);
   std::vector<std::string> parts;
   if (d.diagnostic_id() != cake::report::DIAG_UNSPECIFIED)
     parts.push_back(absl::StrCat("diagnostic ", cake::report::DiagId_Name(d.diagnostic_id())));
@@ -95,16 +101,6 @@ std::string DetailText(const grpc::Status& s) {
 std::vector<std::pair<std::string, std::string>>& SentFiles() {
   static auto* files = new std::vector<std::pair<std::string, std::string>>();
   return *files;
-}
-
-// The ErrorDetail's field of a refusal ("" if none).
-std::string DetailField(const grpc::Status& s) {
-  svc::RpcStatus status;
-  svc::ErrorDetail d;
-  if (s.error_details().empty() || !status.ParseFromString(s.error_details()) ||
-      status.details_size() == 0 || !status.details(0).UnpackTo(&d))
-    return "";
-  return d.field();
 }
 
 int ExitCodeFor(grpc::StatusCode code) {
@@ -152,7 +148,7 @@ int ExitFor(const grpc::Status& s) {
     auto& f = *out.mutable_fields();
     f["code"].set_string_value(code);
     f["message"].set_string_value(message);
-    if (const std::string field = DetailField(s); !field.empty())
+    if (const std::string field = DetailOf(s).field(); !field.empty())
       f["field"].set_string_value(field);
     f["exit_code"].set_number_value(ExitCodeFor(s.error_code()));
     std::cerr << Json(out, false) << "\n";
