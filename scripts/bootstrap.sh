@@ -10,7 +10,7 @@ debian_packages=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libabsl-dev libspdlog-dev libfmt-dev libsqlite3-dev sqlite3 libssl-dev
   libgtest-dev libgmock-dev libcli11-dev libsystemd-dev systemd nlohmann-json3-dev
-  libseccomp-dev
+  libseccomp-dev openssl util-linux
   python3-grpcio python3-protobuf python3-venv python3-setuptools
 )
 missing=()
