@@ -30,6 +30,7 @@
 #include "base/cli_layers.h"
 #include "cake/service.grpc.pb.h"
 #include "clients/cakectl_output.h"
+#include "clients/cakectl_search.h"
 #include "clients/report.h"
 #include "compiler/portfolio.h"
 #include "google/protobuf/struct.pb.h"
@@ -429,6 +430,23 @@ int main(int argc, char** argv) {
   agent->add_option("--contract", contract_id, "Contract id")->required();
   agent->add_option("--count", count, "How many candidates to propose (default 4)");
 
+  auto* search_cmd = app.add_subcommand(
+      "search",
+      "Run the daemon's search on a contract: it proposes points of the workload's space ranked "
+      "by the cost model fitted to this device's measurements, until its budget ends");
+  cake::clients::SearchOptions search_options;
+  search_cmd->add_option("--contract", search_options.contract_id, "Contract id");
+  search_cmd->add_option("--budget", search_options.budget,
+                         "Wall time: 90s, 20m, 1h30m (default 20m; at most 24h)");
+  search_cmd->add_option("--candidates", search_options.max_candidates,
+                         "Proposals at most (default 200, at most 2000)");
+  search_cmd->add_option("--batch", search_options.batch,
+                         "Proposals in flight at a time (default 8, at most 64)");
+  search_cmd->add_option("--follow", search_options.follow,
+                         "Follow a running search by id instead of starting one");
+  search_cmd->add_flag("--detach", search_options.detach, "Print the search id and return");
+  search_cmd->footer("Example: cakectl search --contract k1-0a1b2c3d --budget 20m");
+
   auto* space_cmd = app.add_subcommand(
       "space", "Write the built-in proposer's schedules of an operation to a folder (offline)");
   std::string space_operation, space_out;
@@ -809,6 +827,15 @@ int main(int argc, char** argv) {
     return regression ? kRegression : ok ? kOk : kFail;
   }
 
+  if (search_cmd->parsed()) {
+    if (search_options.contract_id.empty() == search_options.follow.empty()) {
+      std::cerr << "cakectl: search needs --contract ID (start one) or --follow SEARCH_ID\n";
+      return kUsage;
+    }
+    search_options.json = !table;
+    return cake::clients::RunSearchCommand(
+        client.operator->(), [&client] { return client.Ctx(); }, ExitFor, search_options);
+  }
   if (agent->parsed()) {
     // Proposes through the public API, exactly as an external agent would: the points of the
     // schedule space of the contract's workload.

@@ -71,7 +71,7 @@ void Lanes::Wake() { cv_.notify_all(); }
 std::vector<Lanes::DeviceState> Lanes::States() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<DeviceState> out;
-  for (size_t d = 0; d < devices_.size(); ++d) out.push_back({devices_[d].name, states_[d]});
+  for (size_t d = 0; d < devices_.size(); ++d) out.push_back({devices_[d].name, devices_[d].sm_count, states_[d]});
   return out;
 }
 

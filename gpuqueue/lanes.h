@@ -28,6 +28,7 @@ struct Device {
   int ordinal = 0;   // the CUDA ordinal the probe saw
   std::string name;  // "0: NVIDIA H200 (9.0)"
   std::string uuid;  // "GPU-..."; CUDA_VISIBLE_DEVICES and NVML both take it ("" if unknown)
+  int sm_count = 0;  // streaming multiprocessors (0 = not read)
 };
 
 class LaneWork {
@@ -77,6 +78,7 @@ class Lanes {
 
   struct DeviceState {
     std::string name;
+    int sm_count = 0;
     std::string
         state;  // idle | busy | waiting for N foreign process(es) | probing | not answering: ...
   };

@@ -7,6 +7,7 @@
 //                 evidence records                                      (evidence_store.h)
 //   jobs()        the durable job queue, attempts, Measure keys         (jobs.h)
 //   events()      the event log                                         (events.h)
+//   searches()    searches and the cost-model calibrations they fitted  (searches.h)
 //
 // File format: application_id 0x43414B45 ("CAKE"); user_version = schema version. Open refuses a
 // foreign SQLite file (other application_id, or ours missing on a non-empty database) and a
@@ -35,6 +36,8 @@
 //   job_attempts.outcome 'SHUTDOWN'           killed by a graceful stop: re-queued, not counted
 // Schema v4 keeps every shape as a workload's arm of contract.ProblemShape: stored contracts,
 //   validations and evidence records are rewritten from the GEMM-only fields they had.
+// Schema v8 adds searches(id, contract_id, state, deadline_ms, body) and calibrations(device,
+//   operation, samples, held_out_tau, body): ledger/searches.h.
 // Opening an older ledger migrates it to v4 in one transaction.
 //
 // Values (requests, reports, record bodies) above kMaxBoundBytes (sqlite.h, 32 MiB) are refused
@@ -56,6 +59,7 @@
 #include "events.h"
 #include "evidence_store.h"
 #include "jobs.h"
+#include "searches.h"
 
 namespace cake::ledger {
 
@@ -63,7 +67,7 @@ class Connection;
 class Db;
 
 inline constexpr int64_t kApplicationId = 0x43414B45;  // "CAKE"
-inline constexpr int kSchemaVersion = 7;
+inline constexpr int kSchemaVersion = 8;
 
 class Ledger {
  public:
@@ -80,6 +84,7 @@ class Ledger {
   EvidenceStore& evidence() { return *evidence_; }
   JobQueue& jobs() { return *jobs_; }
   EventLog& events() { return *events_; }
+  SearchStore& searches() { return *searches_; }
 
   const std::string& path() const { return path_; }
 
@@ -99,6 +104,7 @@ class Ledger {
   std::unique_ptr<EvidenceStore> evidence_;
   std::unique_ptr<CandidateStore> candidates_;
   std::unique_ptr<JobQueue> jobs_;
+  std::unique_ptr<SearchStore> searches_;
 };
 
 }  // namespace cake::ledger

@@ -120,6 +120,31 @@ ALTER TABLE jobs ADD COLUMN not_before_ms INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN infra_failures INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// Searches (their progress as one serialized cake.v1.SearchReport) and every refit of the cost
+// model they made (ledger/searches.h).
+constexpr const char* kSchemaV8 = R"sql(
+CREATE TABLE searches(
+  id TEXT PRIMARY KEY,
+  contract_id TEXT NOT NULL REFERENCES contracts(id),
+  state TEXT NOT NULL CHECK (state IN ('running', 'finished', 'failed')),
+  created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL,
+  deadline_ms INTEGER NOT NULL,
+  body BLOB NOT NULL);
+CREATE INDEX searches_by_state ON searches(state, created_ms);
+CREATE TABLE calibrations(
+  id INTEGER PRIMARY KEY,
+  created_ms INTEGER NOT NULL,
+  device TEXT NOT NULL,
+  operation TEXT NOT NULL,
+  contract_id TEXT NOT NULL,
+  search_id TEXT NOT NULL,
+  samples INTEGER NOT NULL,
+  held_out_tau REAL NOT NULL,
+  body BLOB NOT NULL);
+CREATE INDEX calibrations_by_device ON calibrations(device, operation, id);
+)sql";
+
 constexpr const char* kContractTriggers = R"sql(
 CREATE TRIGGER contracts_immutable_update BEFORE UPDATE ON contracts
   BEGIN SELECT RAISE(ABORT, 'contracts are immutable: create a new contract'); END;
@@ -161,6 +186,7 @@ absl::StatusOr<std::unique_ptr<Ledger>> Ledger::Open(const std::string& path) {
   l->candidates_ =
       std::make_unique<CandidateStore>(l->conn_.get(), l->events_.get(), l->evidence_.get());
   l->jobs_ = std::make_unique<JobQueue>(l->conn_.get(), l->events_.get());
+  l->searches_ = std::make_unique<SearchStore>(l->conn_.get());
   Db& db = l->conn_->db();
   // A ledger this process cannot write is refused now, not at the first proposal.
   if (sqlite3_db_readonly(db.raw(), "main") == 1)
@@ -226,6 +252,7 @@ absl::Status Ledger::Migrate() {
   if (version < 5) CAKE_RETURN_IF_ERROR(MigrateToV5());
   if (version < 6) CAKE_RETURN_IF_ERROR(db().Exec(kSchemaV6));
   if (version < 7) CAKE_RETURN_IF_ERROR(db().Exec(kSchemaV7));
+  if (version < 8) CAKE_RETURN_IF_ERROR(db().Exec(kSchemaV8));
   // Later versions add `if (version < N)` steps here, each in this transaction.
   CAKE_RETURN_IF_ERROR(db().Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion)));
   return tx.Commit();

@@ -39,6 +39,7 @@ class Stmt {
   absl::Status Run();  // steps to completion
   void Reset();        // ready to bind and run again (bindings cleared)
   int64_t Int(int col) const { return sqlite3_column_int64(s_, col); }
+  double Double(int col) const { return sqlite3_column_double(s_, col); }
   std::string Text(int col) const;
   std::string Blob(int col) const;
   bool IsNull(int col) const { return sqlite3_column_type(s_, col) == SQLITE_NULL; }

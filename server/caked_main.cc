@@ -35,6 +35,7 @@
 #include "listener.h"
 #include "orchestrator.h"
 #include "reflection_v1.h"
+#include "search_runner.h"
 #include "service.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/sinks/systemd_sink.h"
@@ -309,7 +310,15 @@ int main(int argc, char** argv) {
     }
   }
   cake::server::AuthAudit audit;
-  cake::server::CakeServiceImpl service(&orch, &*tokens, &audit, listener.client_certs.get());
+  // Searches a previous run left running go on (or end, past their deadline).
+  cake::server::SearchRunner searches(&orch, ledger->get());
+  if (absl::Status s = searches.Resume(); !s.ok()) {
+    spdlog::critical("searches: {}", std::string(s.message()));
+    orch.Stop();
+    return 1;
+  }
+  cake::server::CakeServiceImpl service(&orch, &*tokens, &audit, listener.client_certs.get(),
+                                        &searches);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -345,6 +354,7 @@ int main(int argc, char** argv) {
   if (!server ||
       (listener.address.kind == cake::server::ListenAddress::Kind::kTcp && bound_port == 0)) {
     spdlog::critical("{}", cake::server::BindFailure(listener.address));
+    searches.Stop();
     orch.Stop();
     return 1;
   }
@@ -390,6 +400,7 @@ int main(int argc, char** argv) {
   // Running jobs are killed and re-queued first (seconds, whatever the GPU is doing); then calls
   // in flight get 2 s to finish. The whole stop stays far inside the unit's TimeoutStopSec.
   service.BeginShutdown();  // open watches end within 250 ms
+  searches.Stop();          // within one of their 2 s waits; they resume at the next start
   orch.Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   spdlog::info("caked stopped");

@@ -53,7 +53,7 @@ uint64_t FreshSeed() {
 std::vector<gpuqueue::Device> DevicesOf(const worker::ProbeResult& p) {
   std::vector<gpuqueue::Device> out;
   for (const worker::DeviceIdentity& id : p.identities())
-    out.push_back({id.ordinal(), id.name(), id.uuid()});
+    out.push_back({id.ordinal(), id.name(), id.uuid(), id.sm_count()});
   if (out.empty())
     for (int i = 0; i < p.devices_size(); ++i) out.push_back({i, p.devices(i), ""});
   return out;
@@ -516,7 +516,8 @@ absl::StatusOr<v1::GetContractReply> Orchestrator::GetContract(const std::string
   return reply;
 }
 
-absl::StatusOr<v1::ProposeReply> Orchestrator::Propose(const v1::ProposeRequest& req, Role role) {
+absl::StatusOr<v1::ProposeReply> Orchestrator::Propose(const v1::ProposeRequest& req, Role role,
+                                                       const std::string& proposer) {
   CAKE_RETURN_IF_ERROR(CheckIdempotencyKey(req.idempotency_key()));
   CAKE_ASSIGN_OR_RETURN(contract::Contract c, ledger_->contracts().Get(req.contract_id()));
   CAKE_ASSIGN_OR_RETURN(ProposedSchedules proposed, ReadProposal(req));
@@ -565,7 +566,7 @@ absl::StatusOr<v1::ProposeReply> Orchestrator::Propose(const v1::ProposeRequest&
   cand.set_schedule_hash(hash);
   cand.set_schedule_text(proposed.stored_text);
   cand.set_state(evidence::PROPOSED);
-  cand.set_proposer(RoleName(role));
+  cand.set_proposer(proposer.empty() ? RoleName(role) : proposer);
   cand.set_created_unix_ms(ledger::NowMs());
   if (req.has_hypothesis()) *cand.mutable_hypothesis() = req.hypothesis();
   v1::ProposeReply reply;

@@ -83,7 +83,10 @@ class Orchestrator : private gpuqueue::LaneWork {
 
   absl::StatusOr<v1::CreateContractReply> CreateContract(const contract::Contract& c);
   absl::StatusOr<v1::GetContractReply> GetContract(const std::string& id, Role role);
-  absl::StatusOr<v1::ProposeReply> Propose(const v1::ProposeRequest& req, Role role);
+  // `proposer` names who proposed in the record ("" = the role's name; "search" for the daemon's
+  // search, which proposes with an agent's rights).
+  absl::StatusOr<v1::ProposeReply> Propose(const v1::ProposeRequest& req, Role role,
+                                           const std::string& proposer = "");
   absl::StatusOr<evidence::Candidate> GetCandidate(const std::string& id, Role role);
   // What the Prometheus textfile shows (server/metrics.h), SM clocks left to the caller.
   absl::StatusOr<MetricsInput> MetricsSnapshot();
@@ -107,6 +110,8 @@ class Orchestrator : private gpuqueue::LaneWork {
   void Tick();
 
   bool has_execution_device() const { return execution_device_; }
+  // The execution devices Start found (one lane each); read-only after Start.
+  const std::vector<gpuqueue::Device>& devices() const { return devices_; }
 
  private:
   // A proposal whose hypothesis failed before, citing nothing recorded since, is answered with

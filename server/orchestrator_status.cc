@@ -28,6 +28,7 @@ absl::StatusOr<v1::StatusReply> Orchestrator::Status() {
       v1::DeviceStatus* ds = s.add_devices();
       ds->set_name(d.name);
       ds->set_state(d.state);
+      ds->set_sm_count(d.sm_count);
     }
   CAKE_ASSIGN_OR_RETURN(int64_t queued, ledger_->jobs().Count(ledger::JobState::kQueued));
   CAKE_ASSIGN_OR_RETURN(int64_t running, ledger_->jobs().Count(ledger::JobState::kRunning));

@@ -168,6 +168,29 @@ grpc::Status CakeServiceImpl::Retry(grpc::ServerContext* ctx, const v1::RetryReq
   return grpc::Status::OK;
 }
 
+grpc::Status CakeServiceImpl::StartSearch(grpc::ServerContext* ctx,
+                                          const v1::StartSearchRequest* req,
+                                          v1::SearchReport* reply) {
+  CAKE_AUTHORIZE(role, Role::kOperator, Role::kAgent);
+  (void)role;
+  if (searches_ == nullptr) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no search here");
+  auto r = searches_->Start(*req);
+  if (!r.ok()) return ToGrpc(r.status());
+  *reply = *std::move(r);
+  return grpc::Status::OK;
+}
+
+grpc::Status CakeServiceImpl::GetSearch(grpc::ServerContext* ctx, const v1::GetSearchRequest* req,
+                                        v1::SearchReport* reply) {
+  CAKE_AUTHORIZE(role, Role::kOperator, Role::kAgent, Role::kCi);
+  (void)role;
+  if (searches_ == nullptr) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no search here");
+  auto r = searches_->Get(req->search_id());
+  if (!r.ok()) return ToGrpc(r.status());
+  *reply = *std::move(r);
+  return grpc::Status::OK;
+}
+
 grpc::Status CakeServiceImpl::Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req,
                                     grpc::ServerWriter<v1::Event>* writer) {
   CAKE_AUTHORIZE(role, Role::kOperator, Role::kAgent, Role::kCi);

@@ -11,6 +11,7 @@
 #include "cake/service.grpc.pb.h"
 #include "error_detail.h"
 #include "orchestrator.h"
+#include "search_runner.h"
 #include "tls_credentials.h"
 
 namespace cake::server {
@@ -18,9 +19,15 @@ namespace cake::server {
 class CakeServiceImpl final : public v1::CakeService::Service {
  public:
   // `client_certs` (may be null: no mutual TLS) judges each call's client certificate.
+  // `searches` (may be null: StartSearch and GetSearch are UNIMPLEMENTED) runs the searches.
   CakeServiceImpl(Orchestrator* orch, const TokenTable* tokens, AuthAudit* audit,
-                  const ClientCertVerifier* client_certs = nullptr)
-      : orch_(orch), tokens_(tokens), audit_(audit), client_certs_(client_certs) {}
+                  const ClientCertVerifier* client_certs = nullptr,
+                  SearchRunner* searches = nullptr)
+      : orch_(orch),
+        tokens_(tokens),
+        audit_(audit),
+        client_certs_(client_certs),
+        searches_(searches) {}
 
   grpc::Status CreateContract(grpc::ServerContext*, const v1::CreateContractRequest*,
                               v1::CreateContractReply*) override;
@@ -41,6 +48,10 @@ class CakeServiceImpl final : public v1::CakeService::Service {
   grpc::Status Retry(grpc::ServerContext*, const v1::RetryRequest*, v1::RetryReply*) override;
   grpc::Status Watch(grpc::ServerContext*, const v1::WatchRequest*,
                      grpc::ServerWriter<v1::Event>*) override;
+  grpc::Status StartSearch(grpc::ServerContext*, const v1::StartSearchRequest*,
+                           v1::SearchReport*) override;
+  grpc::Status GetSearch(grpc::ServerContext*, const v1::GetSearchRequest*,
+                         v1::SearchReport*) override;
 
   // Open watches end (UNAVAILABLE) within a poll interval: call before Server::Shutdown.
   void BeginShutdown() { stopping_ = true; }
@@ -57,6 +68,7 @@ class CakeServiceImpl final : public v1::CakeService::Service {
   const TokenTable* tokens_;
   AuthAudit* audit_;
   const ClientCertVerifier* client_certs_;
+  SearchRunner* searches_;
   std::atomic<bool> stopping_{false};
   std::atomic<int> watches_{0};
 };

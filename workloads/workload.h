@@ -54,6 +54,12 @@ struct WorkModel {
   double bytes = 0;  // compulsory DRAM traffic: inputs read once, outputs written once
 };
 
+// The matrix product a warp-tiled kernel of a problem computes (GEMM: M x N x K; KMeans: the
+// B*N points against K centroids over D), for the tile cost model. All 0: not a tiled product.
+struct MatmulExtents {
+  int64_t m = 0, n = 0, k = 0;
+};
+
 // A point of the workload's schedule space for the built-in proposer.
 struct Proposal {
   std::string label;          // "128x128x32 w2x2 s3"
@@ -105,6 +111,13 @@ class Workload {
 
   // The built-in proposer's points, the first being the bundled baseline's.
   virtual std::vector<Proposal> ScheduleSpace() const = 0;
+  // The space the daemon's search (search/search.h) ranks and explores: every point legal by
+  // construction for the workload's lowering, distinct labels. It starts with ScheduleSpace()'s
+  // points (the search's first round, before any row is measured). Default: ScheduleSpace().
+  virtual std::vector<Proposal> SearchSpace() const { return ScheduleSpace(); }
+  // The product the cost model sees for a problem; all 0 (the default): the search cannot model
+  // this workload and is refused.
+  virtual MatmulExtents Extents(const contract::ProblemShape&) const { return {}; }
 };
 
 // The registered workload of `operation`, or nullptr.

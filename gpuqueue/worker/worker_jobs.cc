@@ -408,6 +408,10 @@ worker::Reply RunProbe() {
     id->set_name(p->devices(i));
     CUuuid uuid;
     if ((*d)->DeviceGetUuid(&uuid, dev) == CUDA_SUCCESS) id->set_uuid(FormatGpuUuid(uuid));
+    int sms = 0;
+    if ((*d)->DeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) ==
+        CUDA_SUCCESS)
+      id->set_sm_count(sms);
   }
   if (count == 0) p->set_reason("the driver reports no CUDA device");
   return reply;

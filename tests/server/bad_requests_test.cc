@@ -9,6 +9,8 @@
 #include <mutex>
 #include <set>
 
+#include <sqlite3.h>
+
 #include "absl/strings/str_cat.h"
 #include "base/subprocess.h"
 #include "cake/reflection_v1.grpc.pb.h"
@@ -195,6 +197,56 @@ TEST_F(BadRequestsTest, CakectlNamesTheStatusAndTheUsersFile) {
   auto shown = base::RunSubprocess({CAKECTL_PATH, "show", "c99-none"}, o);
   ASSERT_TRUE(shown.ok());
   EXPECT_NE(shown->stderr_bytes.find("(NOT_FOUND)"), std::string::npos) << shown->stderr_bytes;
+}
+
+// A search is refused before anything is recorded: a budget out of its limits names the field,
+// and a daemon without an execution device says so (a search times every proposal); a ci token
+// may not start one; an unknown search id is NOT_FOUND.
+TEST_F(BadRequestsTest, ASearchIsRefusedNamingWhyAndRecordsNothing) {
+  Daemon d(state_);
+  ASSERT_TRUE(d.Start()) << d.Log();
+  const std::string contract = testing::CreateContract(d);
+  auto start = [&](int64_t budget, int candidates, const std::string& role) {
+    v1::StartSearchRequest req;
+    req.set_contract_id(contract);
+    req.set_budget_seconds(budget);
+    req.set_max_candidates(candidates);
+    v1::SearchReport r;
+    return d.stub()->StartSearch(d.Ctx(role).get(), req, &r);
+  };
+  for (auto [budget, candidates, field] :
+       {std::tuple{int64_t{0}, 0, "budget_seconds"}, std::tuple{int64_t{-60}, 0, "budget_seconds"},
+        std::tuple{int64_t{1} << 40, 0, "budget_seconds"},
+        std::tuple{int64_t{60}, 5000, "max_candidates"}}) {
+    const grpc::Status s = start(budget, candidates, "agent");
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+    EXPECT_EQ(testing::DetailOf(s).field(), field) << s.error_message();
+  }
+  const grpc::Status no_device = start(60, 0, "operator");
+  EXPECT_EQ(no_device.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(no_device.error_message().find("no execution device"), std::string::npos)
+      << no_device.error_message();
+  EXPECT_EQ(start(60, 0, "ci").error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  v1::GetSearchRequest get;
+  get.set_search_id("s-0000000000000000");
+  v1::SearchReport r;
+  EXPECT_EQ(d.stub()->GetSearch(d.Ctx("ci").get(), get, &r).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  // Nothing proposed: the contract holds its baseline alone, and no search row exists.
+  v1::ListCandidatesRequest list;
+  list.set_contract_id(contract);
+  v1::ListCandidatesReply candidates;
+  ASSERT_TRUE(d.stub()->ListCandidates(d.Ctx().get(), list, &candidates).ok());
+  EXPECT_EQ(candidates.candidates_size(), 1);
+  d.Stop();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((state_ / "ledger.db").c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* q = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*) FROM searches", -1, &q, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(q, 0), 0);
+  sqlite3_finalize(q);
+  sqlite3_close(db);
 }
 
 }  // namespace

@@ -83,6 +83,11 @@ class GemmBf16 final : public Workload {
     return (base::CheckedInt(s.m()) * s.n() * s.k()).value();  // saturated, never wrapped
   }
 
+  MatmulExtents Extents(const contract::ProblemShape& p) const override {
+    const GemmShape& s = p.gemm_bf16();
+    return {s.m(), s.n(), s.k()};
+  }
+
   WorkModel Model(const contract::ProblemShape& p, const contract::Contract& c) const override {
     const GemmShape& s = p.gemm_bf16();
     WorkModel w;
@@ -208,9 +213,13 @@ class GemmBf16 final : public Workload {
           cmp.numbers.out_of_tolerance, cmp.numbers.relative_l2_error, t.max_relative_l2()));
   }
 
-  std::vector<Proposal> ScheduleSpace() const override {
+  std::vector<Proposal> ScheduleSpace() const override { return Proposals(WarpGemmCandidates()); }
+  std::vector<Proposal> SearchSpace() const override { return Proposals(WarpGemmSearchSpace()); }
+
+ private:
+  static std::vector<Proposal> Proposals(const std::vector<WarpGemmParams>& points) {
     std::vector<Proposal> out;
-    for (const WarpGemmParams& p : WarpGemmCandidates()) {
+    for (const WarpGemmParams& p : points) {
       Proposal prop;
       prop.label = p.Describe();
       google::protobuf::TextFormat::PrintToString(MakeWarpGemm(p), &prop.schedule_text);

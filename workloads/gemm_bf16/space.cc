@@ -1,6 +1,8 @@
 #include "space.h"
 
+#include <set>
 #include <tuple>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -314,6 +316,38 @@ std::vector<WarpGemmParams> WarpGemmFamily() {
     tma(tm, tn, 64, wm, wn, 4, R::SWIZZLE_128B);
     out.back().k_slices = slices;
   }
+  return out;
+}
+
+std::vector<WarpGemmParams> WarpGemmSearchSpace() {
+  std::vector<WarpGemmParams> out = WarpGemmCandidates();
+  std::set<std::string> seen;
+  for (const WarpGemmParams& p : out) seen.insert(p.Describe());
+  constexpr int64_t kSm120SharedPerBlock = 101376;
+  using R = ir::Representation;
+  for (auto [tm, tn] : {std::pair{64, 64}, std::pair{64, 128}, std::pair{128, 64},
+                        std::pair{128, 128}, std::pair{128, 256}, std::pair{256, 128}})
+    for (auto [wm, wn] :
+         {std::pair{2, 2}, std::pair{1, 4}, std::pair{4, 1}, std::pair{2, 4}, std::pair{4, 2}}) {
+      const int warp_m = tm / wm, warp_n = tn / wn;
+      if (warp_m < 32 || warp_m > 64 || warp_n < 32 || warp_n > 64) continue;
+      for (int tk : {32, 64})
+        for (int stages : {2, 3, 4}) {
+          if (int64_t{stages} * (tm + tn) * tk * 2 > kSm120SharedPerBlock) continue;
+          for (ir::Transfer transfer : {ir::CP_ASYNC, ir::TMA})
+            for (int group : {1, 8, 16})
+              for (bool staged : {false, true}) {
+                // A staged epilogue reuses the ring for the tile (rows padded by 16 bytes).
+                if (staged && int64_t{tm} * (tn + 8) * 2 > int64_t{stages} * (tm + tn) * tk * 2)
+                  continue;
+                AddPoint(out, tm, tn, tk, wm, wn, stages,
+                         tk == 32 ? R::SWIZZLE_64B : R::SWIZZLE_128B, transfer);
+                out.back().raster_group_m = group;
+                out.back().stage_store = staged;
+                if (!seen.insert(out.back().Describe()).second) out.pop_back();
+              }
+        }
+    }
   return out;
 }
 

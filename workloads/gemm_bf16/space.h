@@ -55,6 +55,13 @@ std::vector<WarpGemmParams> WarpGemmCandidates();
 // tiles (large shapes) and short CTA tiles (skinny M), each legal by construction.
 std::vector<WarpGemmParams> WarpGemmFamily();
 
+// The search's space (Workload::SearchSpace): WarpGemmCandidates() first, then every CTA tile of
+// 64..256 with four or eight warps of 32..64 x 32..64, k-tiles of 32 (64-byte swizzle) or 64
+// (128-byte), two to four stages, cp.async or TMA, raster bands of 1, 8 or 16 tile rows and a
+// direct or staged epilogue (where the ring holds the staged tile), whose ring fits SM120's
+// 101,376 B per block. Distinct labels.
+std::vector<WarpGemmParams> WarpGemmSearchSpace();
+
 // Points whose rings need more shared memory than SM120's 101,376 B per block: they lower for
 // sm_90 (232,448 B) only, and the verifier rejects them for sm_120f naming the buffers. They
 // measure what deeper rings and wider CTA tiles buy where the memory allows; they are not part

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <set>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -144,6 +146,11 @@ class KMeansAssign final : public Workload {
   int64_t WorkUnits(const contract::ProblemShape& p) const override {
     const KMeansShape& s = p.kmeans_assign();
     return (base::CheckedInt(s.b()) * s.n() * s.k() * s.d()).value();  // saturated
+  }
+
+  MatmulExtents Extents(const contract::ProblemShape& p) const override {
+    const KMeansShape& s = p.kmeans_assign();
+    return {int64_t{s.b()} * s.n(), s.k(), s.d()};
   }
 
   WorkModel Model(const contract::ProblemShape& p, const contract::Contract&) const override {
@@ -295,9 +302,44 @@ class KMeansAssign final : public Workload {
   }
 
   std::vector<Proposal> ScheduleSpace() const override {
-    const TileChoice choices[] = {{128, 128, 2, 2, 3, true}, {128, 128, 2, 2, 2, true},
-                                  {128, 64, 2, 2, 3, true},  {64, 128, 2, 2, 3, true},
-                                  {128, 128, 2, 4, 3, true}, {128, 128, 2, 2, 4, false}};
+    return Proposals({{128, 128, 2, 2, 3, true},
+                      {128, 128, 2, 2, 2, true},
+                      {128, 64, 2, 2, 3, true},
+                      {64, 128, 2, 2, 3, true},
+                      {128, 128, 2, 4, 3, true},
+                      {128, 128, 2, 2, 4, false}});
+  }
+
+  // The list's points, then every point tile of 64..256 rows against centroid tiles of 64..256
+  // with four or eight warps of 32..64 x 32..64 (at least a thread per tile row), two to four
+  // stages and x4 or x2 centroid loads, whose ring (k-step 32) fits SM120's 101,376 B per block.
+  std::vector<Proposal> SearchSpace() const override {
+    std::vector<TileChoice> choices = {{128, 128, 2, 2, 3, true}, {128, 128, 2, 2, 2, true},
+                                       {128, 64, 2, 2, 3, true},  {64, 128, 2, 2, 3, true},
+                                       {128, 128, 2, 4, 3, true}, {128, 128, 2, 2, 4, false}};
+    std::set<std::string> seen;
+    for (const TileChoice& t : choices) seen.insert(t.Describe());
+    for (int tm : {64, 128, 256})
+      for (int tn : {64, 128, 256})
+        for (auto [wm, wn] : {std::pair{2, 2}, std::pair{1, 4}, std::pair{4, 1}, std::pair{2, 4},
+                              std::pair{4, 2}}) {
+          const int warp_m = tm / wm, warp_n = tn / wn;
+          if (warp_m < 32 || warp_m > 64 || warp_n < 32 || warp_n > 64) continue;
+          // The epilogue gives every row of a tile a thread.
+          if (tm > 32 * wm * wn || tn > 32 * wm * wn) continue;
+          for (int stages : {2, 3, 4}) {
+            if (int64_t{stages} * (tm + tn) * (32 + 8) * 2 > 101376) continue;
+            for (bool x4 : {true, false}) {
+              const TileChoice t{tm, tn, wm, wn, stages, x4};
+              if (seen.insert(t.Describe()).second) choices.push_back(t);
+            }
+          }
+        }
+    return Proposals(choices);
+  }
+
+ private:
+  static std::vector<Proposal> Proposals(const std::vector<TileChoice>& choices) {
     std::vector<Proposal> out;
     for (const TileChoice& t : choices) {
       Proposal prop;

@@ -1,0 +1,96 @@
+// The daemon's search: one more proposer, with an agent's rights. It enumerates the contract
+// workload's schedule space (Workload::SearchSpace), ranks the points not yet tried with the tile
+// cost model fitted to this device's measured rows of the contract (search_model.h), proposes the
+// best few, lets the normal jobs compile, validate, sanitize and time them against the incumbent
+// (promotion stays the orchestrator's), refits on what was measured and repeats until its budget
+// of time or proposals ends or the space is exhausted. Before three schedules are measured the
+// model is uncalibrated and the space's own order decides (the workload's list comes first).
+//
+// It reaches the daemon only through SearchBackend: the contract, its candidates, Propose, the
+// execution device and the ledger's search rows. Its whole state is the SearchReport saved after
+// every change, so a restarted daemon resumes it (proposals carry idempotency keys: one lost
+// between Propose and the save comes back as the same candidate).
+//
+// Thread-safety: a Search is driven by one thread; backends are called from it.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cake/contract.pb.h"
+#include "cake/evidence.pb.h"
+#include "cake/service.pb.h"
+
+namespace cake::search {
+
+struct ExecutionDevice {
+  std::string name;  // as measurements name it, e.g. "NVIDIA H100 80GB HBM3"
+  int sm_count = 0;
+};
+
+class SearchBackend {
+ public:
+  virtual ~SearchBackend() = default;
+  virtual absl::StatusOr<contract::Contract> Contract(const std::string& id) = 0;
+  // The contract's incumbent candidate id ("" before the baseline compiled).
+  virtual absl::StatusOr<std::string> Incumbent(const std::string& contract_id) = 0;
+  // Every candidate of the contract with its state, receipt, schedule text and measurements.
+  virtual absl::StatusOr<std::vector<evidence::Candidate>> Candidates(
+      const std::string& contract_id) = 0;
+  // As an agent would, recorded with proposer "search".
+  virtual absl::StatusOr<v1::ProposeReply> Propose(const v1::ProposeRequest& req) = 0;
+  // The device that times this contract's candidates, or nullopt (the search is refused).
+  virtual std::optional<ExecutionDevice> Device() = 0;
+  virtual absl::Status Save(const v1::SearchReport& report) = 0;
+  virtual absl::Status SaveCalibration(const v1::SearchReport& report) = 0;
+  // Returns when something may have changed (an event), or after `timeout`.
+  virtual void WaitForChange(std::chrono::milliseconds timeout) = 0;
+  virtual int64_t NowMs() = 0;
+};
+
+// Limits of StartSearchRequest (INVALID_ARGUMENT naming the field beyond them).
+inline constexpr int64_t kMaxBudgetSeconds = 86400;
+inline constexpr int kMaxCandidates = 2000, kDefaultCandidates = 200;
+inline constexpr int kMaxBatch = 64, kDefaultBatch = 8;
+// A proposal unsettled this long no longer holds a place in the batch.
+inline constexpr int64_t kStalledAfterMs = 15 * 60 * 1000;
+
+// The first field of a StartSearchRequest out of its limits, and why; nullopt when none is.
+struct FieldError {
+  std::string field, message;
+};
+std::optional<FieldError> CheckStartRequest(const v1::StartSearchRequest& req);
+
+// A new search's report from a request, or INVALID_ARGUMENT naming the field; FAILED_PRECONDITION
+// when the contract's workload has no space the model can rank or no device executes it.
+absl::StatusOr<v1::SearchReport> NewSearch(const v1::StartSearchRequest& req,
+                                           const std::string& search_id, SearchBackend& backend);
+
+class Search {
+ public:
+  Search(v1::SearchReport report, SearchBackend* backend)
+      : report_(std::move(report)), backend_(backend) {}
+  // Runs until the budget, the candidate limit or the space ends it, or `stop` is set (a daemon
+  // stopping: the report stays "running" and is resumed at the next start). Returns the report.
+  v1::SearchReport Run(const std::atomic<bool>& stop);
+  // One round: refresh, refit, propose what the batch allows. False when the search ended.
+  bool Step();
+  const v1::SearchReport& report() const { return report_; }
+
+ private:
+  absl::Status Refresh(const std::vector<evidence::Candidate>& candidates);
+  void Finish(const std::string& state, const std::string& reason);
+
+  v1::SearchReport report_;
+  SearchBackend* backend_;
+  int64_t calibrated_samples_ = -1;
+};
+
+// A candidate state that is final for the search's purposes: measured, rejected or promoted.
+bool Settled(evidence::CandidateState s);
+
+}  // namespace cake::search
