@@ -211,9 +211,9 @@ bool Search::Step() {
     p.set_state(evidence::CandidateState_Name(c.state()));
     if (auto m = measured_by_hash.find(c.schedule_hash()); m != measured_by_hash.end())
       if (auto us = MeasuredWeightedUs(*m->second, rows)) p.set_measured_us(*us);
-    // A candidate unsettled for long (evidence missing, jobs blocked by the machine) stops
-    // holding a place in the batch; it still counts when it settles.
-    if (!Settled(c.state()) && backend_->NowMs() - c.created_unix_ms() < kStalledAfterMs)
+    // The incumbent is settled (it is never timed against itself). A candidate unsettled for
+    // long (evidence missing, jobs blocked by the machine) stops holding a place in the batch.
+    if (!Settled(c.state()) && c.id() != *incumbent && backend_->NowMs() - c.created_unix_ms() < kStalledAfterMs)
       ++in_flight;
     if (c.id() == *incumbent) report_.set_incumbent_label(p.label());
   }
