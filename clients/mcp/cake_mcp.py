@@ -125,6 +125,10 @@ _PROPOSE = types.ToolAnnotations(read_only_hint=False, destructive_hint=False,
 _MEASURE = types.ToolAnnotations(read_only_hint=False, destructive_hint=False,
                                  idempotent_hint=False, open_world_hint=False)
 
+# A search proposes and measures on its own until its budget ends; each start is a new search.
+_SEARCH = types.ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                                idempotent_hint=False, open_world_hint=False)
+
 # name: (description, input schema, output schema, annotations). Input schemas are plain objects
 # (no oneOf at the top, which several LLM tool APIs refuse); where one of two properties is
 # needed the description says so and the call is refused naming them.
@@ -163,6 +167,18 @@ TOOLS = {
                       required=("candidate_id",)),
                 {"type": "object", "properties": {"job_id": dict(_INTEGER)},
                  "required": ["job_id"]}, _MEASURE),
+    "search": ("Start the daemon's search on a contract: it proposes points of the workload's "
+               "schedule space ranked by the cost model fitted to this device's measured rows, "
+               "until budget_seconds (1..86400) or max_candidates ends it. Returns at once with "
+               "the search id; follow it with search_status.",
+               _with(message_schema(service_pb2.StartSearchRequest.DESCRIPTOR),
+                     required=("contract_id", "budget_seconds")),
+               _out(service_pb2.SearchReport.DESCRIPTOR), _SEARCH),
+    "search_status": ("A search's report: rounds, each point's predicted and measured weighted "
+                      "time, the cost model's calibration, the incumbent.",
+                      _with(message_schema(service_pb2.GetSearchRequest.DESCRIPTOR),
+                            required=("search_id",)),
+                      _out(service_pb2.SearchReport.DESCRIPTOR), _READ),
 }
 # Exactly one of these properties, where a tool needs one.
 _ONE_OF = {"inspect": ("candidate_id", "contract_id"), "propose": ("schedule_text", "portfolio")}
@@ -245,6 +261,11 @@ class Tools:
         if name == "propose":
             req = json_format.ParseDict(args, service_pb2.ProposeRequest())
             return _json(self.client._call("Propose", req))
+        if name == "search":
+            req = json_format.ParseDict(args, service_pb2.StartSearchRequest())
+            return _json(self.client._call("StartSearch", req))
+        if name == "search_status":
+            return _json(self.client.get_search(args["search_id"]))
         if name == "measure":
             return {"job_id": self.client.measure(args["candidate_id"],
                                                   args.get("idempotency_key", ""))}

@@ -58,8 +58,8 @@ class McpAdapterTest(unittest.TestCase):
     def test_exactly_the_agent_verbs_with_proto_schemas(self):
         tools = self.session(lambda s: s.list_tools()).tools
         names = sorted(t.name for t in tools)
-        self.assertEqual(names, ["analyze", "compile", "inspect", "measure", "propose", "status",
-                                 "validate"])
+        self.assertEqual(names, ["analyze", "compile", "inspect", "measure", "propose", "search",
+                                 "search_status", "status", "validate"])
         propose = next(t for t in tools if t.name == "propose")
         props = propose.input_schema["properties"]
         self.assertEqual(propose.input_schema["required"], ["contract_id"])
@@ -72,7 +72,11 @@ class McpAdapterTest(unittest.TestCase):
             self.assertIsNotNone(t.output_schema, t.name)
             self.assertEqual(t.output_schema["type"], "object", t.name)
         read_only = sorted(t.name for t in tools if t.annotations.read_only_hint)
-        self.assertEqual(read_only, ["analyze", "compile", "inspect", "status", "validate"])
+        self.assertEqual(read_only, ["analyze", "compile", "inspect", "search_status", "status",
+                                     "validate"])
+        search = next(t for t in tools if t.name == "search")
+        self.assertEqual(search.input_schema["required"], ["contract_id", "budget_seconds"])
+        self.assertFalse(search.annotations.idempotent_hint)
         measure = next(t for t in tools if t.name == "measure")
         self.assertFalse(measure.annotations.idempotent_hint)
         self.assertFalse(measure.annotations.destructive_hint)
@@ -246,9 +250,18 @@ class McpAdapterTest(unittest.TestCase):
                                                    "schedule_text": "#" * (300 << 10)})
             measure = await sess.call_tool("measure", {"candidate_id": self.baseline})
             missing = await sess.call_tool("inspect", {"candidate_id": "c404-nothing"})
-            return big, measure, missing
+            # No GPU here: a search is refused; a budget of 0 first, naming the field.
+            zero = await sess.call_tool("search", {"contract_id": self.contract,
+                                                   "budget_seconds": 0})
+            nodev = await sess.call_tool("search", {"contract_id": self.contract,
+                                                    "budget_seconds": 60})
+            return big, measure, missing, zero, nodev
 
-        big, measure, missing = self.session(body)
+        big, measure, missing, zero, nodev = self.session(body)
+        self.assertTrue(zero.is_error)
+        self.assertEqual(zero.structured_content["error"]["detail"]["field"], "budget_seconds")
+        self.assertTrue(nodev.is_error)
+        self.assertIn("no execution device", nodev.content[0].text)
         self.assertTrue(big.is_error)
         self.assertIn("INVALID_ARGUMENT", big.content[0].text)  # over the schedule-text limit
         self.assertIn("262144", big.content[0].text)

@@ -2,9 +2,9 @@
 // exactly-once job records, restart recovery, refusal of foreign and newer files.
 #include <gtest/gtest.h>
 
+#include <sqlite3.h>
 #include <chrono>
 #include <thread>
-#include <sqlite3.h>
 
 #include <filesystem>
 
@@ -570,6 +570,52 @@ TEST_F(LedgerTest, AnActiveJobIsQueuedOrRunningAndOfItsKind) {
   EXPECT_EQ(*jobs.ActiveJob("cand", ledger::JobKind::kCompile), compile);
 }
 
+// A search's row survives a reopen; only running ones are resumed; calibrations come newest
+// first per device and operation; ids are unique and an unknown one is NOT_FOUND.
+TEST_F(LedgerTest, SearchesAndCalibrationsPersist) {
+  const std::string path = (dir_ / "l.db").string();
+  {
+    auto l = ledger::Ledger::Open(path);
+    ASSERT_TRUE(l.ok());
+    contract::Contract c;
+    c.set_name("s");
+    ASSERT_TRUE((*l)->contracts().Insert("ct-s", c).ok());
+    ledger::SearchStore& s = (*l)->searches();
+    ASSERT_TRUE(s.Insert({"s-1", "ct-s", "running", 1000, std::string("a\0b", 3)}).ok());
+    ASSERT_TRUE(s.Insert({"s-2", "ct-s", "running", 2000, "x"}).ok());
+    EXPECT_EQ(s.Insert({"s-1", "ct-s", "running", 1, "y"}).code(),
+              absl::StatusCode::kAlreadyExists);
+    EXPECT_FALSE(s.Insert({"s-3", "ct-nothing", "running", 1, "y"}).ok()) << "unknown contract";
+    EXPECT_FALSE(s.Insert({"s-4", "ct-s", "paused", 1, "y"}).ok()) << "unknown state";
+    ASSERT_TRUE(s.Update("s-2", "finished", "done").ok());
+    EXPECT_EQ(s.Update("s-9", "finished", "z").code(), absl::StatusCode::kNotFound);
+    for (int i = 1; i <= 3; ++i)
+      ASSERT_TRUE(s.AddCalibration({"GPU A", "gemm_bf16_tn", "ct-s", "s-1", 10 * i, 0.1 * i,
+                                    absl::StrCat("body", i)})
+                      .ok());
+    ASSERT_TRUE(s.AddCalibration({"GPU B", "gemm_bf16_tn", "ct-s", "s-1", 99, 0.9, "b"}).ok());
+  }
+  auto l = ledger::Ledger::Open(path);
+  ASSERT_TRUE(l.ok());
+  auto running = (*l)->searches().Running();
+  ASSERT_TRUE(running.ok());
+  ASSERT_EQ(running->size(), 1u);
+  EXPECT_EQ(running->front().id, "s-1");
+  EXPECT_EQ(running->front().body, std::string("a\0b", 3));
+  EXPECT_EQ(running->front().deadline_ms, 1000);
+  auto done = (*l)->searches().Get("s-2");
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->state, "finished");
+  EXPECT_EQ(done->body, "done");
+  EXPECT_EQ((*l)->searches().Get("s-9").status().code(), absl::StatusCode::kNotFound);
+  auto cal = (*l)->searches().Calibrations("GPU A", "gemm_bf16_tn", 2);
+  ASSERT_TRUE(cal.ok());
+  ASSERT_EQ(cal->size(), 2u);
+  EXPECT_EQ((*cal)[0].samples, 30);
+  EXPECT_DOUBLE_EQ((*cal)[0].held_out_tau, 0.3);
+  EXPECT_EQ((*cal)[1].body, "body2");
+}
+
 TEST_F(LedgerTest, MeasureKeysMapToTheirFirstJob) {
   auto l = ledger::Ledger::Open((dir_ / "l.db").string());
   ASSERT_TRUE(l.ok());
@@ -614,8 +660,8 @@ TEST_F(LedgerTest, AVersionTwoLedgerGetsContractDigestsAndRefusesAFlippedBit) {
   }
   // Make it look like schema v2 (no digest column), as a ledger of the previous release.
   ASSERT_EQ(Exec(db,
-                 "DROP TABLE portfolio_manifests; DROP TABLE measure_requests; DROP TABLE "
-                 "write_probe; DROP TRIGGER "
+                 "DROP TABLE searches; DROP TABLE calibrations; DROP TABLE portfolio_manifests; "
+                 "DROP TABLE measure_requests; DROP TABLE write_probe; DROP TRIGGER "
                  "contracts_immutable_update; DROP TRIGGER contracts_immutable_delete; ALTER TABLE "
                  "contracts DROP COLUMN body_sha256; CREATE TRIGGER contracts_immutable_update "
                  "BEFORE UPDATE ON contracts BEGIN SELECT RAISE(ABORT, 'immutable'); END; "

@@ -249,6 +249,16 @@ class Client:
         return self._call("Measure", service_pb2.MeasureRequest(
             candidate_id=candidate_id, idempotency_key=key)).job_id
 
+    def search(self, contract_id: str, budget_seconds: int, max_candidates: int = 0,
+               batch: int = 0) -> service_pb2.SearchReport:
+        """Starts the daemon's search on a contract (it runs on in the daemon); its report."""
+        return self._call("StartSearch", service_pb2.StartSearchRequest(
+            contract_id=contract_id, budget_seconds=budget_seconds,
+            max_candidates=max_candidates, batch=batch))
+
+    def get_search(self, search_id: str) -> service_pb2.SearchReport:
+        return self._call("GetSearch", service_pb2.GetSearchRequest(search_id=search_id))
+
     def wait(self, candidate_id: str,
              until: Callable[[evidence_pb2.Candidate], bool] = None,
              timeout_s: float = 600.0, poll_s: float = 0.5) -> evidence_pb2.Candidate:
