@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The main job: a real optimisation round. Starts caked on a fresh state directory (embedded
 # SQLite ledger), creates every bundled contract (contracts/<name>.textproto, its baseline
-# examples/<name>.textproto: the warp GEMM and the KMeans assignment), lets the built-in proposer
-# submit candidates to each through the public API, shows progress, prints `cakectl status`, the
-# candidates and the ledger's rows, then stops the daemon. With a GPU the candidates are validated, timed and
-# one may be promoted; without one they stop at Compiled with "no execution device".
+# examples/<name>.textproto: the warp GEMM and the KMeans assignment). With a GPU it runs the
+# daemon's search on each (`cakectl search`, CAKE_DEMO_SEARCH_BUDGET each, default 4m): candidates
+# are proposed from the workload's space, ranked by the cost model once rows are measured,
+# validated, timed and one may be promoted. Without one, the built-in proposer submits a few points
+# through the public API and they stop at Compiled with "no execution device". Then it shows
+# progress, prints `cakectl status`, the candidates and the ledger's rows, and stops the daemon.
 set -euo pipefail
 build=${1:-build}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,8 +32,16 @@ for file in "$root"/contracts/*.textproto; do
     python3 -c 'import json,sys; print(json.load(sys.stdin)["contract_id"])')
   echo "contract $id"
   contracts+=("$id")
-  echo "== cakectl demo-agent --contract $id (built-in proposer, public RPCs only)"
-  "$bin/cakectl" -o table demo-agent --contract "$id" --count "$count"
+done
+device=$("$bin/cakectl" -o json status | python3 -c 'import json,sys; print(1 if json.load(sys.stdin).get("execution_device") else 0)')
+for id in "${contracts[@]}"; do
+  if [ "$device" = 1 ]; then
+    echo "== cakectl search --contract $id --budget ${CAKE_DEMO_SEARCH_BUDGET:-4m} (the daemon's search)"
+    "$bin/cakectl" -o table search --contract "$id" --budget "${CAKE_DEMO_SEARCH_BUDGET:-4m}" || echo "  search exit code $?"
+  else
+    echo "== cakectl demo-agent --contract $id (no execution device: the built-in proposer's list, compiled only)"
+    "$bin/cakectl" -o table demo-agent --contract "$id" --count "$count"
+  fi
 done
 
 echo "== progress (cakectl watch --until-idle)"
