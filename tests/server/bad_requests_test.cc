@@ -249,5 +249,46 @@ TEST_F(BadRequestsTest, ASearchIsRefusedNamingWhyAndRecordsNothing) {
   sqlite3_close(db);
 }
 
+// A search a previous daemon left running is taken up at start: here, with no execution device,
+// it is ended (saying why) rather than left "running" for good.
+TEST_F(BadRequestsTest, ARunningSearchIsEndedAtAStartWithoutADevice) {
+  Daemon d(state_);
+  ASSERT_TRUE(d.Start()) << d.Log();
+  const std::string contract = testing::CreateContract(d);
+  d.Stop();
+  v1::SearchReport left;
+  left.set_search_id("s-00000000000000aa");
+  left.set_contract_id(contract);
+  left.set_state("running");
+  left.set_proposed(3);
+  left.set_deadline_unix_ms(int64_t{4102444800000});  // 2100: not past
+  const std::string body = left.SerializeAsString();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((state_ / "ledger.db").c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* q = nullptr;
+  ASSERT_EQ(
+      sqlite3_prepare_v2(db,
+                         "INSERT INTO searches(id, contract_id, state, created_ms, "
+                         "updated_ms, deadline_ms, body) VALUES (?, ?, 'running', 0, 0, ?, ?)",
+                         -1, &q, nullptr),
+      SQLITE_OK);
+  sqlite3_bind_text(q, 1, left.search_id().c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(q, 2, contract.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(q, 3, left.deadline_unix_ms());
+  sqlite3_bind_blob(q, 4, body.data(), int(body.size()), SQLITE_TRANSIENT);
+  ASSERT_EQ(sqlite3_step(q), SQLITE_DONE);
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+  ASSERT_TRUE(d.Start()) << d.Log();
+  v1::GetSearchRequest get;
+  get.set_search_id(left.search_id());
+  v1::SearchReport r;
+  const grpc::Status s = d.stub()->GetSearch(d.Ctx("agent").get(), get, &r);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(r.state(), "finished");
+  EXPECT_EQ(r.end_reason(), "restart without an execution device");
+  EXPECT_EQ(r.proposed(), 3) << "what it did is kept";
+}
+
 }  // namespace
 }  // namespace cake
