@@ -9,12 +9,14 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <thread>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/match.h"
@@ -151,7 +153,8 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(cfg.log_level));
   if (cfg.listen.empty()) cfg.listen = "unix:" + (fs::path(cfg.state_dir) / "caked.sock").string();
   if (cfg.worker_path.empty()) cfg.worker_path = (fs::path(SelfDir()) / "cake-worker").string();
-  if (cfg.cpu_workers < 1) cfg.cpu_workers = 1;
+  if (cfg.cpu_workers <= 0)
+    cfg.cpu_workers = std::max(2, static_cast<int>(std::thread::hardware_concurrency() / 2));
 
   // Nothing caked creates is readable by others: the ledger holds held-out rows and cases.
   ::umask(027);

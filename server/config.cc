@@ -21,7 +21,8 @@ void AddDaemonOptions(CLI::App& app, DaemonConfig* c) {
   app.add_option("--log-level", c->log_level, "trace, debug, info, warn, error or critical")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical"}))
       ->capture_default_str();
-  count("--cpu-workers", c->cpu_workers, "Parallel compile workers");
+  count("--cpu-workers", c->cpu_workers,
+        "Parallel compile workers (0: one per two cores, at least 2)");
   count("--max-queue", c->max_queue, "Queued jobs before Propose is refused");
   count("--max-attempts", c->max_attempts,
         "Re-queues of a job interrupted by a restart before it fails");

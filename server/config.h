@@ -16,7 +16,7 @@ struct DaemonConfig {
   std::string state_dir = "/var/lib/caked";  // ledger.db, artifacts/, tokens/
   std::string listen;                        // Default: unix:STATE_DIR/caked.sock
   std::string worker_path;                   // Default: cake-worker beside caked
-  int cpu_workers = 2;
+  int cpu_workers = 0;  // 0: one per two cores, at least 2 (a search compiles many at once)
   int max_queue = 256;
   int max_attempts = 3;
   int64_t max_message_bytes = 4 << 20;  // gRPC receive limit
