@@ -213,7 +213,8 @@ bool Search::Step() {
       if (auto us = MeasuredWeightedUs(*m->second, rows)) p.set_measured_us(*us);
     // The incumbent is settled (it is never timed against itself). A candidate unsettled for
     // long (evidence missing, jobs blocked by the machine) stops holding a place in the batch.
-    if (!Settled(c.state()) && c.id() != *incumbent && backend_->NowMs() - c.created_unix_ms() < kStalledAfterMs)
+    if (!Settled(c.state()) && c.id() != *incumbent &&
+        backend_->NowMs() - c.created_unix_ms() < kStalledAfterMs)
       ++in_flight;
     if (c.id() == *incumbent) report_.set_incumbent_label(p.label());
   }
@@ -245,17 +246,26 @@ bool Search::Step() {
     double predicted_us;
     size_t index;
   };
-  const std::vector<workloads::Proposal> space = w->SearchSpace();
+  if (space_.empty()) {
+    // Built once: the space and each point's tile (registers and shared bytes estimated until
+    // the point is compiled).
+    space_ = w->SearchSpace();
+    for (const workloads::Proposal& p : space_) {
+      std::optional<cal::TileSchedule> tile = TileOf(p.schedule_text, 0, 0);
+      if (tile) {
+        tile->registers = EstimatedRegisters(*tile);
+        tile->shared_bytes = RingBytes(*tile);
+      }
+      space_tiles_.push_back(tile);
+    }
+  }
+  const std::vector<workloads::Proposal>& space = space_;
   std::vector<Ranked> untried;
   for (size_t i = 0; i < space.size(); ++i) {
     if (tried.count(space[i].label)) continue;
     double predicted = 0;
-    if (fit.model.fitted)
-      if (auto tile = TileOf(space[i].schedule_text, 0, 0)) {
-        tile->registers = EstimatedRegisters(*tile);
-        tile->shared_bytes = RingBytes(*tile);
-        predicted = PredictWeightedUs(fit.model, *tile, rows, shape);
-      }
+    if (fit.model.fitted && space_tiles_[i])
+      predicted = PredictWeightedUs(fit.model, *space_tiles_[i], rows, shape);
     untried.push_back({&space[i], predicted, i});
   }
   if (untried.empty() && in_flight == 0) {

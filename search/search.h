@@ -24,6 +24,8 @@
 #include "cake/contract.pb.h"
 #include "cake/evidence.pb.h"
 #include "cake/service.pb.h"
+#include "calibration/tile_cost_model.h"
+#include "workloads/workload.h"
 
 namespace cake::search {
 
@@ -87,6 +89,8 @@ class Search {
 
   v1::SearchReport report_;
   SearchBackend* backend_;
+  std::vector<workloads::Proposal> space_;  // the workload's search space, once
+  std::vector<std::optional<calibration::TileSchedule>> space_tiles_;
   int64_t calibrated_samples_ = -1;
 };
 

@@ -70,13 +70,17 @@ class Backend final : public search::SearchBackend {
     row.body = report.calibration().SerializeAsString();
     return ledger_->searches().AddCalibration(row);
   }
+  // Returns at once when events were recorded since the last call (all of them read), else
+  // waits for the next one.
   void WaitForChange(std::chrono::milliseconds timeout) override {
-    auto events = orch_->Events(last_event_, 1000);
-    if (events.ok() && !events->empty()) {
+    bool seen = false;
+    for (;;) {
+      auto events = orch_->Events(last_event_, 1000);
+      if (!events.ok() || events->empty()) break;
       last_event_ = events->back().id;
-      return;
+      seen = true;
     }
-    orch_->WaitForEvent(last_event_, timeout);
+    if (!seen) orch_->WaitForEvent(last_event_, timeout);
   }
   int64_t NowMs() override { return ledger::NowMs(); }
 
