@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "absl/strings/match.h"
@@ -161,13 +162,32 @@ bool Search::Step() {
   auto incumbent = backend_->Incumbent(report_.contract_id());
   if (!incumbent.ok()) return fail(incumbent.status());
 
-  // What was measured, on this device profile, of every schedule of the contract.
+  auto others = backend_->OtherContracts(contract->operation(), report_.contract_id());
+  if (!others.ok()) return fail(others.status());
+
+  // What was measured on this device profile: every schedule of this contract and of the
+  // workload's other contracts (their rows fitted on, with their own extents).
   const std::vector<ModelRow> rows = RowsOf(*contract, *w);
   cal::DeviceShape shape;
   shape.sm_count = device->sm_count > 0 ? device->sm_count : 1;
-  const std::string profile = ProfileOf(*candidates, *device);
+  std::vector<evidence::Candidate> everything = *candidates;
+  for (const ContractCandidates& o : *others)
+    everything.insert(everything.end(), o.candidates.begin(), o.candidates.end());
+  const std::string profile = ProfileOf(everything, *device);
   const auto medians = RowMedians(*candidates, profile);
   std::vector<MeasuredSchedule> measured;
+  for (const ContractCandidates& o : *others) {
+    auto other_rows = std::make_shared<const std::vector<ModelRow>>(RowsOf(o.contract, *w));
+    const auto other_medians = RowMedians(o.candidates, profile);
+    for (const evidence::Candidate& c : o.candidates) {
+      auto m = other_medians.find(c.schedule_hash());
+      if (m == other_medians.end()) continue;
+      const auto& usage = c.receipt().resources();
+      auto tile = TileOf(c.schedule_text(), usage.registers(),
+                         usage.shared_static_bytes() + usage.shared_dynamic_bytes());
+      if (tile) measured.push_back({c.schedule_hash(), *tile, m->second, other_rows});
+    }
+  }
   std::map<std::string, const evidence::Candidate*> by_id;
   for (const evidence::Candidate& c : *candidates) {
     by_id[c.id()] = &c;
@@ -176,7 +196,7 @@ bool Search::Step() {
     const auto& usage = c.receipt().resources();
     auto tile = TileOf(c.schedule_text(), usage.registers(),
                        usage.shared_static_bytes() + usage.shared_dynamic_bytes());
-    if (tile) measured.push_back({c.schedule_hash(), *tile, m->second});
+    if (tile) measured.push_back({c.schedule_hash(), *tile, m->second, nullptr});
   }
   const Calibration fit = Calibrate(measured, rows, shape);
   v1::SearchCalibration* calib = report_.mutable_calibration();
@@ -198,8 +218,9 @@ bool Search::Step() {
   }
 
   // The points proposed so far: their candidates' states and measured times.
-  std::map<std::string, const MeasuredSchedule*> measured_by_hash;
-  for (const MeasuredSchedule& m : measured) measured_by_hash[m.key] = &m;
+  std::map<std::string, const MeasuredSchedule*> measured_by_hash;  // this contract's
+  for (const MeasuredSchedule& m : measured)
+    if (!m.rows) measured_by_hash[m.key] = &m;
   std::set<std::string> tried;
   int in_flight = 0;
   for (v1::SearchPoint& p : *report_.mutable_points()) {

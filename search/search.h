@@ -1,10 +1,11 @@
 // The daemon's search: one more proposer, with an agent's rights. It enumerates the contract
 // workload's schedule space (Workload::SearchSpace), ranks the points not yet tried with the tile
-// cost model fitted to this device's measured rows of the contract (search_model.h), proposes the
-// best few, lets the normal jobs compile, validate, sanitize and time them against the incumbent
-// (promotion stays the orchestrator's), refits on what was measured and repeats until its budget
-// of time or proposals ends or the space is exhausted. Before three schedules are measured the
-// model is uncalibrated and the space's own order decides (the workload's list comes first).
+// cost model fitted to this device's measured rows of every contract of the workload
+// (search_model.h), proposes the best few, lets the normal jobs compile, validate, sanitize and
+// time them against the incumbent (promotion stays the orchestrator's), refits on what was measured
+// and repeats until its budget of time or proposals ends or the space is exhausted. Before three
+// schedules are measured on the device the model is uncalibrated and the space's own order decides
+// (the workload's list first).
 //
 // It reaches the daemon only through SearchBackend: the contract, its candidates, Propose, the
 // execution device and the ledger's search rows. Its whole state is the SearchReport saved after
@@ -34,6 +35,12 @@ struct ExecutionDevice {
   int sm_count = 0;
 };
 
+// Another contract of the searched workload, with its candidates (schedule texts included).
+struct ContractCandidates {
+  contract::Contract contract;
+  std::vector<evidence::Candidate> candidates;
+};
+
 class SearchBackend {
  public:
   virtual ~SearchBackend() = default;
@@ -43,6 +50,10 @@ class SearchBackend {
   // Every candidate of the contract with its state, receipt, schedule text and measurements.
   virtual absl::StatusOr<std::vector<evidence::Candidate>> Candidates(
       const std::string& contract_id) = 0;
+  // The other contracts of `operation` (not `except`): their rows measured on this device
+  // calibrate the model too, so a new contract's search starts from what the device showed.
+  virtual absl::StatusOr<std::vector<ContractCandidates>> OtherContracts(
+      const std::string& operation, const std::string& except) = 0;
   // As an agent would, recorded with proposer "search".
   virtual absl::StatusOr<v1::ProposeReply> Propose(const v1::ProposeRequest& req) = 0;
   // The device that times this contract's candidates, or nullopt (the search is refused).

@@ -1,6 +1,7 @@
 #include "search_model.h"
 
 #include <algorithm>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 
@@ -23,7 +24,7 @@ std::vector<cal::Sample> SamplesOf(const std::vector<MeasuredSchedule>& measured
   std::vector<cal::Sample> out;
   for (const MeasuredSchedule& s : measured) {
     if (s.key == except) continue;
-    for (const ModelRow& r : rows) {
+    for (const ModelRow& r : s.rows ? *s.rows : rows) {
       auto it = s.row_us.find(r.name);
       if (it == s.row_us.end() || !(it->second > 0)) continue;
       out.push_back(
@@ -77,8 +78,10 @@ Calibration Calibrate(const std::vector<MeasuredSchedule>& measured,
   Calibration c;
   const std::vector<cal::Sample> all = SamplesOf(measured, rows, device, "");
   c.samples = static_cast<int>(all.size());
+  std::set<std::string> keys;
   for (const MeasuredSchedule& s : measured)
-    if (!s.row_us.empty()) ++c.schedules;
+    if (!s.row_us.empty()) keys.insert(s.key);
+  c.schedules = static_cast<int>(keys.size());
   if (c.schedules < 3) {
     c.note = absl::StrCat("uncalibrated: ", c.schedules,
                           " schedule(s) measured on this device profile, 3 needed");
@@ -92,6 +95,7 @@ Calibration Calibrate(const std::vector<MeasuredSchedule>& measured,
   // Held out: each schedule's weighted time predicted by a model fitted without it.
   std::vector<double> predicted, observed;
   for (const MeasuredSchedule& s : measured) {
+    if (s.rows) continue;  // another contract's: fitted on, not ranked here
     const std::optional<double> m = MeasuredWeightedUs(s, rows);
     if (!m) continue;
     const cal::FittedModel without = cal::Fit(SamplesOf(measured, rows, device, s.key));

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,16 +26,19 @@ struct ModelRow {
 
 // One schedule's measured medians on this device profile, per row name.
 struct MeasuredSchedule {
-  std::string key;  // the schedule hash: one entry per schedule
+  std::string key;  // the schedule hash: held out together wherever it was measured
   calibration::TileSchedule tile;
   std::map<std::string, double> row_us;
+  // The rows of the contract it was measured on, when that is not the searched contract (its
+  // rows are fitted on; the objective and the held-out tau use the searched contract's only).
+  std::shared_ptr<const std::vector<ModelRow>> rows;
 };
 
 struct Calibration {
   calibration::FittedModel model;
-  int samples = 0, schedules = 0;
-  double held_out_tau = 0;  // leave-one-schedule-out; 0 when fewer than 3 schedules
-  std::string note;         // why the model is unfitted, when it is
+  int samples = 0, schedules = 0;  // schedules: distinct keys with a median
+  double held_out_tau = 0;         // leave-one-schedule-out; 0 when fewer than 3 schedules
+  std::string note;                // why the model is unfitted, when it is
 };
 
 // Fits on every (schedule, row) median. Unfitted, saying why, with fewer than 3 schedules.

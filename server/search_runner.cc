@@ -26,25 +26,30 @@ class Backend final : public search::SearchBackend {
   }
   absl::StatusOr<std::vector<evidence::Candidate>> Candidates(
       const std::string& contract_id) override {
-    std::vector<evidence::Candidate> out;
-    v1::ListCandidatesRequest req;
-    req.set_contract_id(contract_id);
-    req.set_page_size(200);
-    do {
-      CAKE_ASSIGN_OR_RETURN(v1::ListCandidatesReply page, orch_->ListCandidates(req, Role::kAgent));
-      for (evidence::Candidate& c : *page.mutable_candidates()) out.push_back(std::move(c));
-      req.set_page_token(page.next_page_token());
-    } while (!req.page_token().empty());
-    // Lists leave schedule texts out: read each once (they never change).
-    for (evidence::Candidate& c : out) {
-      auto it = texts_.find(c.id());
-      if (it == texts_.end()) {
-        CAKE_ASSIGN_OR_RETURN(evidence::Candidate full, orch_->GetCandidate(c.id(), Role::kAgent));
-        it = texts_.emplace(c.id(), full.schedule_text()).first;
+    return List(contract_id);
+  }
+  // Read again at most every 30 s: other contracts inform the fit, they need not be current.
+  absl::StatusOr<std::vector<search::ContractCandidates>> OtherContracts(
+      const std::string& operation, const std::string& except) override {
+    if (ledger::NowMs() - others_read_ms_ < 30000) return others_;
+    CAKE_ASSIGN_OR_RETURN(std::vector<evidence::Candidate> all, List(""));
+    std::map<std::string, search::ContractCandidates> by_contract;
+    for (evidence::Candidate& c : all) {
+      if (c.contract_id() == except) continue;
+      auto it = operations_.find(c.contract_id());
+      if (it == operations_.end()) {
+        CAKE_ASSIGN_OR_RETURN(contract::Contract k, Contract(c.contract_id()));
+        it = operations_.emplace(c.contract_id(), k).first;
       }
-      c.set_schedule_text(it->second);
+      if (it->second.operation() != operation) continue;
+      search::ContractCandidates& entry = by_contract[c.contract_id()];
+      entry.contract = it->second;
+      entry.candidates.push_back(std::move(c));
     }
-    return out;
+    others_.clear();
+    for (auto& [id, entry] : by_contract) others_.push_back(std::move(entry));
+    others_read_ms_ = ledger::NowMs();
+    return others_;
   }
   absl::StatusOr<v1::ProposeReply> Propose(const v1::ProposeRequest& req) override {
     return orch_->Propose(req, Role::kAgent, "search");
@@ -85,9 +90,35 @@ class Backend final : public search::SearchBackend {
   int64_t NowMs() override { return ledger::NowMs(); }
 
  private:
+  // Every candidate of `contract_id` ("" = of every contract), schedule texts included (lists
+  // leave them out: each is read once; they never change).
+  absl::StatusOr<std::vector<evidence::Candidate>> List(const std::string& contract_id) {
+    std::vector<evidence::Candidate> out;
+    v1::ListCandidatesRequest req;
+    req.set_contract_id(contract_id);
+    req.set_page_size(200);
+    do {
+      CAKE_ASSIGN_OR_RETURN(v1::ListCandidatesReply page, orch_->ListCandidates(req, Role::kAgent));
+      for (evidence::Candidate& c : *page.mutable_candidates()) out.push_back(std::move(c));
+      req.set_page_token(page.next_page_token());
+    } while (!req.page_token().empty());
+    for (evidence::Candidate& c : out) {
+      auto it = texts_.find(c.id());
+      if (it == texts_.end()) {
+        CAKE_ASSIGN_OR_RETURN(evidence::Candidate full, orch_->GetCandidate(c.id(), Role::kAgent));
+        it = texts_.emplace(c.id(), full.schedule_text()).first;
+      }
+      c.set_schedule_text(it->second);
+    }
+    return out;
+  }
+
   Orchestrator* orch_;
   ledger::Ledger* ledger_;
-  std::map<std::string, std::string> texts_;
+  std::map<std::string, std::string> texts_;              // by candidate id
+  std::map<std::string, contract::Contract> operations_;  // contracts by id
+  std::vector<search::ContractCandidates> others_;
+  int64_t others_read_ms_ = 0;
   int64_t last_event_ = 0;
 };
 

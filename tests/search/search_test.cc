@@ -154,7 +154,7 @@ TEST(SearchModel, RanksHeldOutSchedulesOfADeviceThatFollowsTheModel) {
   for (int i = 0; i < 24; ++i) {
     const cal::TileSchedule t =
         WithResources(*cal::TileScheduleOf(gemm::MakeWarpGemm(space[i]), 0, 0));
-    search::MeasuredSchedule m{space[i].Describe(), t, {}};
+    search::MeasuredSchedule m{space[i].Describe(), t, {}, nullptr};
     for (const auto& r : rows)
       m.row_us[r.name] = TrueMs(rates, t, r, device) * 1000 * (1 + noise(rng));
     measured.push_back(m);
@@ -205,6 +205,12 @@ class SimulatedDevice final : public search::SearchBackend {
   absl::StatusOr<std::vector<evidence::Candidate>> Candidates(const std::string&) override {
     return candidates_;
   }
+  absl::StatusOr<std::vector<search::ContractCandidates>> OtherContracts(
+      const std::string& operation, const std::string& except) override {
+    EXPECT_EQ(operation, "gemm_bf16_tn");
+    EXPECT_EQ(except, "k1");
+    return others;
+  }
   absl::StatusOr<v1::ProposeReply> Propose(const v1::ProposeRequest& req) override {
     ++propose_calls;
     if (queue_full > 0) {
@@ -248,12 +254,23 @@ class SimulatedDevice final : public search::SearchBackend {
   // The true weighted time of a label's schedule.
   double TrueWeightedUs(const std::string& text) {
     const cal::TileSchedule t = WithResources(*TileOfText(text));
-    search::MeasuredSchedule m{"", t, {}};
+    search::MeasuredSchedule m{"", t, {}, nullptr};
     for (const auto& r : GemmRows()) m.row_us[r.name] = TrueMs(rates_, t, r, device_) * 1000;
     return *search::MeasuredWeightedUs(m, GemmRows());
   }
   void Refuse(const std::string& label) { refuse_label_ = label; }
+  // This simulated daemon's contract and candidates, as another contract's record.
+  search::ContractCandidates AsOtherContract(const std::string& id) const {
+    search::ContractCandidates o{contract_, candidates_};
+    for (auto& c : o.candidates) {
+      c.set_contract_id(id);
+      c.set_id(id + "-" + c.id());
+      for (auto& m : *c.mutable_measurements()) m.set_incumbent(id + "-" + m.incumbent());
+    }
+    return o;
+  }
 
+  std::vector<search::ContractCandidates> others;  // another contract's record, as given
   std::vector<std::string> proposed_labels;
   std::vector<v1::SearchCalibration> calibrations;
   v1::SearchReport saved;
@@ -355,6 +372,43 @@ TEST(SearchLoop, ProposesTheListFirstThenWhatTheModelRanksBest) {
   for (const auto& p : space) faster += sim.TrueWeightedUs(p.schedule_text) < best * 0.999;
   EXPECT_LE(faster, int(space.size()) / 50) << "of " << space.size();
   EXPECT_FALSE(r.incumbent_label().empty()) << "the incumbent is a point the search found";
+}
+
+// A second contract of the workload on the same device starts calibrated: the first contract's
+// measured rows fit the model before this one has measured anything, so its first round is
+// already ranked (and still good: few of the space's points beat what it finds).
+TEST(SearchLoop, ASecondContractStartsFromTheRowsTheDeviceMeasuredForTheFirst) {
+  const uint64_t seed = std::random_device{}();
+  SimulatedDevice first(seed);
+  search::Search a(Started(first, 3600, 16, 8), &first);
+  std::atomic<bool> stop{false};
+  a.Run(stop);
+  SimulatedDevice second(seed);  // the same device: the same hidden rates
+  second.others.push_back(first.AsOtherContract("k0"));
+  search::Search b(Started(second, 3600, 8, 8), &second);
+  ASSERT_TRUE(b.Step());
+  const v1::SearchReport& r = b.report();
+  EXPECT_TRUE(r.calibration().fitted()) << r.calibration().note();
+  EXPECT_GE(r.calibration().schedules(), 16);
+  ASSERT_EQ(r.points_size(), 8);
+  for (const auto& p : r.points()) EXPECT_GT(p.predicted_us(), 0) << p.label();
+  b.Run(stop);
+  double best = 1e300;
+  for (const auto& p : b.report().points()) best = std::min(best, p.measured_us());
+  int faster = 0;
+  const auto space = workloads::FindWorkload("gemm_bf16_tn")->SearchSpace();
+  for (const auto& p : space) faster += second.TrueWeightedUs(p.schedule_text) < best * 0.999;
+  EXPECT_LE(faster, int(space.size()) / 20) << "of " << space.size();
+  // Another device's rows are not this one's: a profile never borrows.
+  SimulatedDevice third(seed);
+  auto foreign = first.AsOtherContract("k0");
+  for (auto& c : foreign.candidates)
+    for (auto& m : *c.mutable_measurements()) m.set_device("Another GPU");
+  third.others.push_back(foreign);
+  search::Search c(Started(third, 3600, 8, 8), &third);
+  ASSERT_TRUE(c.Step());
+  EXPECT_FALSE(c.report().calibration().fitted());
+  EXPECT_EQ(c.report().points(0).predicted_us(), 0);
 }
 
 TEST(SearchLoop, EndsOnItsBudget) {
