@@ -1,7 +1,8 @@
 // libFuzzer entry point: RPC request messages, as an agent (or operator) could send them, through
 // the request limits and the real orchestrator on a real SQLite ledger (no gRPC transport, no
 // lanes: jobs are queued, never run). The first byte picks the RPC; the rest is its serialized
-// request, or for 'P' the schedule text of a Propose. Nothing may crash or hang; every refusal is
+// request, or for 'P' the schedule text of a Propose ('s': StartSearch, refused without a device
+// after its fields are checked). Nothing may crash or hang; every refusal is
 // a status.
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include "ledger/ledger.h"
 #include "server/orchestrator.h"
 #include "server/request_limits.h"
+#include "server/search_runner.h"
 #include "tests/fuzz/quiet_init.h"
 
 namespace {
@@ -26,6 +28,7 @@ using cake::server::Role;
 struct World {
   std::unique_ptr<cake::ledger::Ledger> ledger;
   std::unique_ptr<cake::server::Orchestrator> orch;
+  std::unique_ptr<cake::server::SearchRunner> searches;  // no device: every start is refused
   std::string contract;
 };
 
@@ -50,6 +53,8 @@ World& TheWorld() {
       std::exit(2);
     }
     out->contract = created->contract_id();
+    out->searches =
+        std::make_unique<cake::server::SearchRunner>(out->orch.get(), out->ledger.get());
     return out;
   }();
   return *w;
@@ -119,6 +124,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 'r': {
       cake::v1::RegressRequest req;
       if (Decode(data, size, &req)) (void)w.orch->Regress(req.contract_id());
+      break;
+    }
+    case 's': {  // StartSearch (its contract defaulted), then GetSearch of whatever it names
+      cake::v1::StartSearchRequest req;
+      if (!Decode(data, size, &req)) break;
+      if (req.contract_id().empty()) req.set_contract_id(w.contract);
+      (void)w.searches->Start(req);
+      (void)w.searches->Get(req.contract_id());
       break;
     }
     default:
