@@ -143,6 +143,18 @@ void SearchRunner::Stop() {
 }
 
 void SearchRunner::Launch(v1::SearchReport report) {
+  // Threads of ended searches are joined here (each took itself out of running_by_contract_ as
+  // its last step under mu_, so none of them waits for the lock held now).
+  for (auto it = threads_.begin(); it != threads_.end();) {
+    bool running = false;
+    for (const auto& [c, id] : running_by_contract_) running |= id == it->first;
+    if (running) {
+      ++it;
+      continue;
+    }
+    if (it->second.joinable()) it->second.join();
+    it = threads_.erase(it);
+  }
   const std::string id = report.search_id(), contract = report.contract_id();
   running_by_contract_[contract] = id;
   threads_[id] = std::thread([this, report = std::move(report), id, contract]() mutable {
