@@ -28,7 +28,7 @@ SH
   cp build/device/bin/caked build/device/bin/caked.real
   cp /tmp/unpriv/caked build/device/bin/caked && chmod +x build/device/bin/caked
 fi
-DEMO_TIMEOUT=${DEMO_TIMEOUT:-420} ./scripts/device/demo.sh || rc=1
+CAKE_DEMO_SEARCH_BUDGET=${CAKE_DEMO_SEARCH_BUDGET:-2m} DEMO_TIMEOUT=${DEMO_TIMEOUT:-420} ./scripts/device/demo.sh || rc=1
 [ -f build/device/bin/caked.real ] && mv build/device/bin/caked.real build/device/bin/caked
 timeout 240 ./build/device/bin/cake-fault-campaign --parts hostile --work /tmp/cake-hostile \
   --caked "$PWD/build/device/bin/caked" --worker "$PWD/build/device/bin/cake-worker" \

@@ -18,7 +18,7 @@ for t in ${GPU_TESTS-hopper_witness_test measure_protocol_test adversarial_corpu
   [ $code -eq 0 ] || rc=1
 done
 CAKE_DEMO_STATE_DIR=/tmp/caked-demo-state  # scripts/device/demo.sh's
-CAKE_DEMO_CANDIDATES=${CAKE_DEMO_CANDIDATES:-3} DEMO_TIMEOUT=${DEMO_TIMEOUT:-360} ./scripts/device/demo.sh || rc=1
+CAKE_DEMO_SEARCH_BUDGET=${CAKE_DEMO_SEARCH_BUDGET:-90s} CAKE_DEMO_CANDIDATES=${CAKE_DEMO_CANDIDATES:-3} DEMO_TIMEOUT=${DEMO_TIMEOUT:-360} ./scripts/device/demo.sh || rc=1
 echo "--- what the sandbox let workers read (caked.log)" | tee -a "$out/gpu_tests.txt"
 grep -E "confined workers read|worker sandbox|workers run a copy|cannot reach" "$out/caked.log" | head -5 |
   tee -a "$out/gpu_tests.txt"
