@@ -82,15 +82,21 @@ void PrintSearchSummary(const v1::SearchReport& r) {
     if (am != bm) return am;
     return am && a->measured_us() < b->measured_us();
   });
-  std::printf("\n  %-5s %-14s %-44s %12s %12s  %s\n", "round", "candidate", "schedule",
-              "predicted us", "measured us", "state");
-  for (const v1::SearchPoint* p : points)
-    std::printf("  %-5d %-14s %-44s %12s %12s  %s\n", p->round(), p->candidate_id().c_str(),
-                p->label().c_str(), Us(p->predicted_us()).c_str(), Us(p->measured_us()).c_str(),
-                p->state().substr(0, 100).c_str());
+  std::printf("\n  %-5s %-14s %-44s %12s %-19s %12s  %s\n", "round", "candidate", "schedule",
+              "predicted us", "(interval)", "measured us", "state");
+  for (const v1::SearchPoint* p : points) {
+    const std::string interval =
+        p->predicted_high_us() > 0
+            ? "(" + Us(p->predicted_low_us()) + "-" + Us(p->predicted_high_us()) + ")"
+            : "";
+    std::printf("  %-5d %-14s %-44s %12s %-19s %12s  %s\n", p->round(), p->candidate_id().c_str(),
+                p->label().c_str(), Us(p->predicted_us()).c_str(), interval.c_str(),
+                Us(p->measured_us()).c_str(), p->state().substr(0, 100).c_str());
+  }
   std::printf(
       "\n  (us: sum over the contract's rows of weight x median, primary mode; predicted "
-      "before proposing, '-' while uncalibrated)\n");
+      "before proposing, '-' while uncalibrated; the interval from the held-out errors' "
+      "10th-90th percentiles)\n");
 }
 
 int RunSearchCommand(v1::CakeService::Stub* stub,

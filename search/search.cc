@@ -205,6 +205,8 @@ bool Search::Step() {
   calib->set_schedules(fit.schedules);
   calib->set_fitted(fit.model.fitted);
   calib->set_held_out_tau(fit.held_out_tau);
+  calib->set_held_out_error_low(fit.error_low);
+  calib->set_held_out_error_high(fit.error_high);
   calib->set_note(fit.note);
   calib->clear_rates();
   calib->clear_term_names();
@@ -345,6 +347,9 @@ bool Search::Step() {
     p->set_label(r.proposal->label);
     p->set_round(report_.rounds() + 1);
     p->set_predicted_us(r.predicted_us);
+    const auto [low, high] = PredictionInterval(r.predicted_us, fit);
+    p->set_predicted_low_us(low);
+    p->set_predicted_high_us(high);
     auto reply = backend_->Propose(req);
     if (!reply.ok() && reply.status().code() == absl::StatusCode::kResourceExhausted) {
       report_.mutable_points()->RemoveLast();  // the queue is full: try again next round

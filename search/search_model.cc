@@ -59,6 +59,14 @@ double PredictWeightedUs(const cal::FittedModel& model, const cal::TileSchedule&
   return total;
 }
 
+std::pair<double, double> PredictionInterval(double predicted_us, const Calibration& c) {
+  if (!c.model.fitted || (c.error_low == 0 && c.error_high == 0) || !(predicted_us > 0))
+    return {0, 0};
+  // predicted = measured x (1 + e): a low error means the measured time is above the prediction.
+  const auto measured = [&](double e) { return predicted_us / std::max(1 + e, 0.05); };
+  return {measured(c.error_high), measured(c.error_low)};
+}
+
 std::optional<double> MeasuredWeightedUs(const MeasuredSchedule& s,
                                          const std::vector<ModelRow>& rows) {
   const bool all_zero = AllWeightsZero(rows);
@@ -104,6 +112,15 @@ Calibration Calibrate(const std::vector<MeasuredSchedule>& measured,
     observed.push_back(*m);
   }
   c.held_out_tau = predicted.size() >= 3 ? cal::KendallTau(predicted, observed) : 0;
+  if (predicted.size() >= 3) {
+    std::vector<double> errors;
+    for (size_t i = 0; i < predicted.size(); ++i) errors.push_back(predicted[i] / observed[i] - 1);
+    std::sort(errors.begin(), errors.end());
+    const size_t n = errors.size();
+    const size_t low = n >= 10 ? n / 10 : 0, high = n >= 10 ? n - 1 - n / 10 : n - 1;
+    c.error_low = errors[low];
+    c.error_high = errors[high];
+  }
   return c;
 }
 

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "calibration/tile_cost_model.h"
@@ -38,7 +39,10 @@ struct Calibration {
   calibration::FittedModel model;
   int samples = 0, schedules = 0;  // schedules: distinct keys with a median
   double held_out_tau = 0;         // leave-one-schedule-out; 0 when fewer than 3 schedules
-  std::string note;                // why the model is unfitted, when it is
+  // predicted / measured - 1 of those held-out predictions: 10th and 90th percentiles (the
+  // extremes below 10 schedules); both 0 when fewer than 3.
+  double error_low = 0, error_high = 0;
+  std::string note;  // why the model is unfitted, when it is
 };
 
 // Fits on every (schedule, row) median. Unfitted, saying why, with fewer than 3 schedules.
@@ -50,6 +54,10 @@ Calibration Calibrate(const std::vector<MeasuredSchedule>& measured,
 double PredictWeightedUs(const calibration::FittedModel& model,
                          const calibration::TileSchedule& tile, const std::vector<ModelRow>& rows,
                          const calibration::DeviceShape& device);
+
+// The measured time a prediction stands for, given the held-out relative errors: [low, high]
+// microseconds, or {0, 0} when the calibration has no interval.
+std::pair<double, double> PredictionInterval(double predicted_us, const Calibration& c);
 
 // The same objective from measured medians; nullopt when a row of the objective is missing.
 std::optional<double> MeasuredWeightedUs(const MeasuredSchedule& s,

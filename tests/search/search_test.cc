@@ -168,6 +168,15 @@ TEST(SearchModel, RanksHeldOutSchedulesOfADeviceThatFollowsTheModel) {
   EXPECT_EQ(c.schedules, 24);
   EXPECT_EQ(c.samples, 24 * 4);
   EXPECT_GT(c.held_out_tau, 0.8);
+  // The interval: held-out errors around 0, and a prediction's interval brackets it.
+  EXPECT_LE(c.error_low, c.error_high);
+  EXPECT_LT(c.error_low, 0.05);
+  EXPECT_GT(c.error_high, -0.05);
+  const auto [low, high] = search::PredictionInterval(1000, c);
+  EXPECT_LE(low, 1000 / (1 + c.error_high) + 1e-9);
+  EXPECT_GE(high, 1000 / (1 + c.error_low) - 1e-9);
+  EXPECT_LE(low, high);
+  EXPECT_EQ(search::PredictionInterval(1000, two), (std::pair<double, double>{0, 0}));
   // And a device whose times ignore the tiling cannot be ranked.
   std::vector<search::MeasuredSchedule> shuffled = measured;
   std::uniform_real_distribution<double> any(100, 200);
@@ -353,12 +362,17 @@ TEST(SearchLoop, ProposesTheListFirstThenWhatTheModelRanksBest) {
   for (int i = 0; i < 8; ++i) EXPECT_EQ(r.points(i).predicted_us(), 0) << "uncalibrated";
   // Later rounds: predictions exist and each round goes best predicted first.
   ASSERT_GE(r.rounds(), 5);
+  int bracketed = 0;
   for (int i = 8; i < r.points_size(); ++i) {
     EXPECT_GT(r.points(i).predicted_us(), 0) << r.points(i).label();
+    EXPECT_LE(r.points(i).predicted_low_us(), r.points(i).predicted_high_us());
+    bracketed += r.points(i).predicted_low_us() <= r.points(i).measured_us() &&
+                 r.points(i).measured_us() <= r.points(i).predicted_high_us();
     if (i > 8 && r.points(i).round() == r.points(i - 1).round()) {
       EXPECT_LE(r.points(i - 1).predicted_us(), r.points(i).predicted_us());
     }
   }
+  EXPECT_GE(bracketed, (r.points_size() - 8) / 2) << "measured inside the predicted interval";
   EXPECT_TRUE(r.calibration().fitted());
   EXPECT_GT(r.calibration().held_out_tau(), 0.6);
   EXPECT_FALSE(sim.calibrations.empty());
