@@ -1,5 +1,6 @@
 // `cakectl search`: the durations --budget reads, what it refuses before asking the
-// daemon (zero, a sign, a unit it does not know, a number with nothing to scale, an overflow).
+// daemon (zero, a sign, a unit it does not know, a number with nothing to scale, an overflow), and
+// the summary it prints of a report recorded on a GPU machine.
 #include <gtest/gtest.h>
 
 #include <fstream>
