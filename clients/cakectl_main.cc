@@ -29,6 +29,7 @@
 #include "absl/strings/strip.h"
 #include "base/cli_layers.h"
 #include "cake/service.grpc.pb.h"
+#include "clients/cakectl_commands.h"
 #include "clients/cakectl_output.h"
 #include "clients/cakectl_search.h"
 #include "clients/report.h"
@@ -50,10 +51,15 @@ using cake::clients::PrintStatus;
 
 namespace {
 
-// Exit codes (README: Exit codes). 2 is a usage error found before any call; each class of
-// the daemon's answer has its own code.
-constexpr int kOk = 0, kFail = 1, kUsage = 2, kRegression = 3, kAuth = 4, kUnavailable = 5,
-              kRefused = 6, kNotFound = 7, kBusy = 8;
+using cake::clients::kAuth;
+using cake::clients::kBusy;
+using cake::clients::kFail;
+using cake::clients::kNotFound;
+using cake::clients::kOk;
+using cake::clients::kRefused;
+using cake::clients::kRegression;
+using cake::clients::kUnavailable;
+using cake::clients::kUsage;
 
 struct Globals {
   std::string server, token_file, output;
@@ -219,26 +225,6 @@ class Client {
   std::string token_;
   std::string token_problem_;
 };
-
-// Every page of the candidate list (summaries), newest first.
-grpc::Status ListAll(Client& client, const std::string& contract, svc::ListCandidatesReply* all,
-                     const std::string& branch = "") {
-  std::string token;
-  do {
-    svc::ListCandidatesRequest req;
-    req.set_contract_id(contract);
-    req.set_branch(branch);
-    req.set_page_size(200);
-    req.set_page_token(token);
-    svc::ListCandidatesReply page;
-    auto ctx = client.Ctx(60);
-    grpc::Status s = client->ListCandidates(ctx.get(), req, &page);
-    if (!s.ok()) return s;
-    for (auto& c : *page.mutable_candidates()) *all->add_candidates() = std::move(c);
-    token = page.next_page_token();
-  } while (!token.empty());
-  return grpc::Status::OK;
-}
 
 bool Table(const Globals& g) {
   if (g.output == "json") return false;
@@ -487,30 +473,7 @@ int main(int argc, char** argv) {
     return kUsage;
   }
   if (g.token_file.empty()) g.token_file = DefaultToken();
-  if (space_cmd->parsed()) {
-    const cake::workloads::Workload* w = cake::workloads::FindWorkload(space_operation);
-    if (w == nullptr) {
-      std::cerr << "cakectl: " << cake::workloads::UnknownOperation(space_operation).message()
-                << "\n";
-      return kUsage;
-    }
-    std::error_code ec;
-    std::filesystem::create_directories(space_out, ec);
-    std::ofstream labels(std::filesystem::path(space_out) / "labels.txt");
-    int i = 0;
-    for (const cake::workloads::Proposal& p : w->ScheduleSpace()) {
-      char name[32];
-      std::snprintf(name, sizeof(name), "%02d.textproto", i++);
-      std::ofstream(std::filesystem::path(space_out) / name) << p.schedule_text;
-      labels << name << "\t" << p.label << "\n";
-    }
-    if (!labels) {
-      std::cerr << "cakectl: cannot write " << space_out << "\n";
-      return kUsage;
-    }
-    std::cout << i << " schedules written to " << space_out << "\n";
-    return kOk;
-  }
+  if (space_cmd->parsed()) return cake::clients::WriteSpace(space_operation, space_out);
 
   Client client(g);
   if (!client.token_problem().empty()) {
@@ -522,50 +485,12 @@ int main(int argc, char** argv) {
   redact = [&client](std::string text) { return client.Redact(std::move(text)); };
   const bool table = Table(g);
 
-  if (report->parsed()) {
-    svc::GetContractRequest creq;
-    creq.set_contract_id(contract_id);
-    svc::GetContractReply contract_reply;
-    auto ctx = client.Ctx();
-    grpc::Status s = client->GetContract(ctx.get(), creq, &contract_reply);
-    if (!s.ok()) return ExitFor(s);
-    svc::ListCandidatesReply list;
-    s = ListAll(client, contract_id, &list);
-    if (!s.ok()) return ExitFor(s);
-    cake::clients::ReportInput in;
-    in.contract_id = contract_id;
-    in.contract = contract_reply.contract();
-    in.incumbent = contract_reply.incumbent();
-    // Lists carry summaries; the report needs each candidate whole (raw samples included).
-    for (const ev::Candidate& summary : list.candidates()) {
-      svc::GetCandidateRequest greq;
-      greq.set_candidate_id(summary.id());
-      ev::Candidate full;
-      auto gctx = client.Ctx(60);
-      s = client->GetCandidate(gctx.get(), greq, &full);
-      if (!s.ok()) return ExitFor(s);
-      in.candidates.push_back(std::move(full));
-    }
-    const std::time_t now = std::time(nullptr);
-    char when[32];
-    std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", std::gmtime(&now));
-    in.generated = when;
-    const std::string html = cake::clients::RenderHtmlReport(in);
-    if (report_out == "-") {
-      std::cout << html;
-      return kOk;
-    }
-    const std::string path = report_out.empty() ? contract_id + ".html" : report_out;
-    std::ofstream out(path);
-    out << html;
-    if (!out) {
-      std::cerr << "cakectl: cannot write " << path << "\n";
-      return kFail;
-    }
-    std::cerr << "report written to " << path << " (" << in.candidates.size() << " candidates)\n";
-    std::cout << path << "\n";
-    return kOk;
-  }
+  const cake::clients::ContextFactory ctx_for = [&client](int seconds) {
+    return client.Ctx(seconds);
+  };
+  if (report->parsed())
+    return cake::clients::WriteReport(client.operator->(), ctx_for, ExitFor, contract_id,
+                                      report_out);
   if (status->parsed()) {
     svc::StatusReply r;
     auto ctx = client.Ctx();
@@ -671,7 +596,8 @@ int main(int argc, char** argv) {
   }
   if (candidates->parsed()) {
     svc::ListCandidatesReply r;
-    grpc::Status s = ListAll(client, contract_id, &r, branch);
+    grpc::Status s =
+        cake::clients::ListAllCandidates(client.operator->(), ctx_for, contract_id, branch, &r);
     if (!s.ok()) return ExitFor(s);
     if (table)
       PrintCandidates(r);
@@ -836,42 +762,7 @@ int main(int argc, char** argv) {
     return cake::clients::RunSearchCommand(
         client.operator->(), [&client] { return client.Ctx(); }, ExitFor, search_options);
   }
-  if (agent->parsed()) {
-    // Proposes through the public API, exactly as an external agent would: the points of the
-    // schedule space of the contract's workload.
-    svc::GetContractRequest greq;
-    greq.set_contract_id(contract_id);
-    svc::GetContractReply gc;
-    auto gctx = client.Ctx();
-    grpc::Status gs = client->GetContract(gctx.get(), greq, &gc);
-    if (!gs.ok()) return ExitFor(gs);
-    const cake::workloads::Workload* w = cake::workloads::FindWorkload(gc.contract().operation());
-    if (w == nullptr) {
-      std::cerr << "cakectl: " << cake::workloads::UnknownOperation(gc.contract().operation())
-                << "\n";
-      return kFail;
-    }
-    const auto space = w->ScheduleSpace();
-    int proposed = 0;
-    for (size_t i = 1; i < space.size() && proposed < count; ++i) {  // [0] is the baseline
-      const cake::workloads::Proposal& p = space[i];
-      svc::ProposeRequest req;
-      req.set_contract_id(contract_id);
-      req.set_schedule_text(p.schedule_text);
-      *req.mutable_hypothesis() = p.hypothesis;
-      std::string agent_key = absl::StrCat("demo-agent-", contract_id, "-", p.label);
-      for (char& ch : agent_key)
-        if (ch == ' ') ch = '_';  // keys are printable ASCII without spaces
-      req.set_idempotency_key(agent_key);
-      svc::ProposeReply r;
-      auto ctx = client.Ctx();
-      grpc::Status s = client->Propose(ctx.get(), req, &r);
-      if (!s.ok()) return ExitFor(s);
-      std::cout << r.candidate_id() << "  " << p.label << (r.duplicate() ? " (duplicate)" : "")
-                << "\n";
-      ++proposed;
-    }
-    return kOk;
-  }
+  if (agent->parsed())
+    return cake::clients::RunDemoAgent(client.operator->(), ctx_for, ExitFor, contract_id, count);
   return kUsage;
 }
