@@ -49,7 +49,10 @@ Terms TileTerms(const TileSchedule& s, const GemmExtents& e, const DeviceShape& 
   const auto f = [](int64_t v) { return static_cast<double>(v); };
   const double tm = s.tile_m, tn = s.tile_n, tk = s.tile_k, m = f(e.m), n = f(e.n), k = f(e.k);
   const double macs = f(per_sm) * tm * tn * f(k_per_cta);
-  const double ring_bytes = f(per_sm) * (tm + tn) * f(k_per_cta) * 2;
+  // A row walk whose ring holds all of k loads each A tile once for its tiles_n output tiles.
+  const bool a_once = s.row_walk && int64_t{s.stages} * s.tile_k >= e.k;
+  const double a_rows = a_once ? tm / f(std::max<int64_t>(1, tiles_n)) : tm;
+  const double ring_bytes = f(per_sm) * (a_rows + tn) * f(k_per_cta) * 2;
   t[0] = macs / 1e9;
   t[1] = ring_bytes / 1e9;
   // ldmatrix bytes per multiply-add fall as the warp tile grows (operand reuse in registers).

@@ -32,8 +32,11 @@ struct TileSchedule {
   bool tma = false;        // TMA ring (else cp.async)
   bool loader_warp = false;
   bool staged_store = false;  // epilogue through shared memory
-  int registers = 0;          // per thread, from the receipt (0: unknown, taken as 255)
-  int64_t shared_bytes = 0;   // per CTA, from the receipt
+  // The epilogue reduces across column tiles (an arg-reduce): one CTA walks every column tile of
+  // its row tile, and where the ring's stages hold all of k its A tile is loaded once.
+  bool row_walk = false;
+  int registers = 0;         // per thread, from the receipt (0: unknown, taken as 255)
+  int64_t shared_bytes = 0;  // per CTA, from the receipt
 };
 
 struct GemmExtents {

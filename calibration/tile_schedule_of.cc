@@ -5,6 +5,12 @@
 namespace cake::calibration {
 namespace {
 
+bool HasArgReduce(const google::protobuf::RepeatedPtrField<ir::Operation>& ops) {
+  for (const ir::Operation& op : ops)
+    if (op.has_arg_reduce() || HasArgReduce(op.body())) return true;
+  return false;
+}
+
 bool StagesInShared(const google::protobuf::RepeatedPtrField<ir::Operation>& ops) {
   for (const ir::Operation& op : ops) {
     if (op.has_store_accumulator() && op.store_accumulator().stage_in_shared()) return true;
@@ -50,6 +56,7 @@ std::optional<TileSchedule> TileScheduleOf(const ir::Module& module, int registe
   for (const ir::Role& r : k.roles())
     if (r.name() != acc.owner()) s.loader_warp = true;
   s.staged_store = StagesInShared(k.ops());
+  s.row_walk = HasArgReduce(k.ops());
   s.registers = registers;
   s.shared_bytes = shared_bytes;
   return s;

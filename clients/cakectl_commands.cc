@@ -43,7 +43,7 @@ grpc::Status ListAllCandidates(v1::CakeService::Stub* stub, const ContextFactory
   return grpc::Status::OK;
 }
 
-int WriteSpace(const std::string& operation, const std::string& out) {
+int WriteSpace(const std::string& operation, const std::string& out, bool search_space) {
   const workloads::Workload* w = workloads::FindWorkload(operation);
   if (w == nullptr) {
     std::cerr << "cakectl: " << workloads::UnknownOperation(operation).message() << "\n";
@@ -53,9 +53,12 @@ int WriteSpace(const std::string& operation, const std::string& out) {
   std::filesystem::create_directories(out, ec);
   std::ofstream labels(std::filesystem::path(out) / "labels.txt");
   int i = 0;
-  for (const workloads::Proposal& p : w->ScheduleSpace()) {
+  const std::vector<workloads::Proposal> points =
+      search_space ? w->SearchSpace() : w->ScheduleSpace();
+  const int digits = points.size() > 100 ? 3 : 2;
+  for (const workloads::Proposal& p : points) {
     char name[32];
-    std::snprintf(name, sizeof(name), "%02d.textproto", i++);
+    std::snprintf(name, sizeof(name), "%0*d.textproto", digits, i++);
     std::ofstream(std::filesystem::path(out) / name) << p.schedule_text;
     labels << name << "\t" << p.label << "\n";
   }

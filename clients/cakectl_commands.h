@@ -25,8 +25,10 @@ grpc::Status ListAllCandidates(v1::CakeService::Stub* stub, const ContextFactory
                                const std::string& contract, const std::string& branch,
                                v1::ListCandidatesReply* all);
 
-// NN.textproto and labels.txt in `out`; 0, or 2 for an unknown operation or an unwritable folder.
-int WriteSpace(const std::string& operation, const std::string& out);
+// NN.textproto (NNN past 100 points) and labels.txt in `out`: the built-in proposer's list, or
+// with `search_space` every point the search enumerates; 0, or 2 for an unknown operation or an
+// unwritable folder.
+int WriteSpace(const std::string& operation, const std::string& out, bool search_space);
 
 // Proposes up to `count` points of the contract workload's list after its baseline point.
 int RunDemoAgent(v1::CakeService::Stub* stub, const ContextFactory& ctx, const FailedCall& fail,

@@ -440,6 +440,9 @@ int main(int argc, char** argv) {
       ->required();
   space_cmd->add_option("--out", space_out, "Folder for NN.textproto files and labels.txt")
       ->required();
+  bool space_search = false;
+  space_cmd->add_flag("--search", space_search,
+                      "Every point the daemon's search enumerates, not the proposer's list");
 
   auto* completion = app.add_subcommand("completion", "Print a shell completion script");
   std::string shell = "bash";
@@ -473,7 +476,8 @@ int main(int argc, char** argv) {
     return kUsage;
   }
   if (g.token_file.empty()) g.token_file = DefaultToken();
-  if (space_cmd->parsed()) return cake::clients::WriteSpace(space_operation, space_out);
+  if (space_cmd->parsed())
+    return cake::clients::WriteSpace(space_operation, space_out, space_search);
 
   Client client(g);
   if (!client.token_problem().empty()) {

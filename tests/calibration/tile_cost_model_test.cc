@@ -49,6 +49,19 @@ TEST(TileTerms, ScaleWithTheWorkAndTheTiling) {
   TileSchedule split = s;
   split.k_slices = 4;
   EXPECT_GT(TileTerms(split, {64, 8192, 8192}, h100)[3], TileTerms(s, {64, 8192, 8192}, h100)[3]);
+  // A row walk (KMeans: 2M points, 1024 centroids, D 128) loads its A tile once when the ring's
+  // stages hold all of k: ring bytes per tile fall from (128 + 128) to (128 / 8 + 128) rows.
+  TileSchedule walk = s;
+  walk.row_walk = true;
+  walk.stages = 4;
+  TileSchedule streamed = walk;
+  streamed.row_walk = false;
+  const GemmExtents kmeans{2097152, 1024, 128};
+  EXPECT_NEAR(TileTerms(walk, kmeans, h100)[1],
+              TileTerms(streamed, kmeans, h100)[1] * (16.0 + 128) / 256, 1e-9);
+  // ... and streams it like any tile when k outgrows the ring (4 x 32 < 136).
+  EXPECT_EQ(TileTerms(walk, {2097152, 1024, 136}, h100)[1],
+            TileTerms(streamed, {2097152, 1024, 136}, h100)[1]);
 }
 
 TEST(Fit, RecoversKnownRatesAndRanksHeldOutGroups) {

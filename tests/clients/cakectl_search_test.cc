@@ -1,13 +1,17 @@
 // `cakectl search`: the durations --budget reads, what it refuses before asking the
 // daemon (zero, a sign, a unit it does not know, a number with nothing to scale, an overflow), and
-// the summary it prints of a report recorded on a GPU machine.
+// the summary it prints of a report recorded on a GPU machine; `cakectl space --search`, the
+// search's points written for offline compilation and benches.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "clients/cakectl_commands.h"
 #include "clients/cakectl_search.h"
 #include "google/protobuf/util/json_util.h"
+#include "workloads/workload.h"
 
 namespace cake::clients {
 namespace {
@@ -48,6 +52,35 @@ TEST(SearchSummary, PrintsARecordedReport) {
   EXPECT_NE(out.find("fitted on 18 row medians of 6 schedules"), std::string::npos) << out;
   // Measured first, fastest first: the promoted point leads the table.
   EXPECT_LT(out.find("c2-27266009"), out.find("c1-1b15bcce")) << out;
+}
+
+// Every point of the search space, in its order, under names that sort in that order.
+TEST(SpaceCommand, WritesTheSearchSpace) {
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / "cakectl_space_search";
+  std::filesystem::remove_all(dir);
+  const workloads::Workload* w = workloads::FindWorkload("kmeans_assign");
+  ASSERT_NE(w, nullptr);
+  const std::vector<workloads::Proposal> space = w->SearchSpace();
+  ASSERT_GT(space.size(), w->ScheduleSpace().size());
+  ::testing::internal::CaptureStdout();
+  ASSERT_EQ(WriteSpace("kmeans_assign", dir.string(), /*search_space=*/true), 0);
+  ::testing::internal::GetCapturedStdout();
+  std::ifstream labels(dir / "labels.txt");
+  std::string line;
+  size_t i = 0;
+  for (; std::getline(labels, line); ++i) {
+    ASSERT_LT(i, space.size());
+    const std::string file = line.substr(0, line.find('\t'));
+    EXPECT_EQ(line.substr(line.find('\t') + 1), space[i].label);
+    std::stringstream text;
+    text << std::ifstream(dir / file).rdbuf();
+    EXPECT_EQ(text.str(), space[i].schedule_text) << file;
+  }
+  EXPECT_EQ(i, space.size());
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(WriteSpace("no_such_operation", dir.string(), true), 2);
+  EXPECT_NE(::testing::internal::GetCapturedStderr().find("no_such_operation"), std::string::npos);
 }
 
 }  // namespace

@@ -39,11 +39,14 @@ double SquaredNorm(const uint16_t* x, int d) {
 }
 
 // The built-in proposer's schedule: examples/kmeans_assign.textproto with its tiling decisions.
+// tile_k is the dimension step: where stages x tile_k covers D the lowering copies each point
+// tile once and streams only the centroids.
 struct TileChoice {
   int tile_m, tile_n, warps_m, warps_n, stages;
   bool c_load_x4;
+  int tile_k = 32;
   std::string Describe() const {
-    return absl::StrCat(tile_m, "x", tile_n, "x32 w", warps_m, "x", warps_n, " s", stages,
+    return absl::StrCat(tile_m, "x", tile_n, "x", tile_k, " w", warps_m, "x", warps_n, " s", stages,
                         c_load_x4 ? " x4" : " x2");
   }
 };
@@ -66,8 +69,8 @@ kernels {
   instrs { name: "mma" family: WARP_SYNC shape: M16N8K16 a: BF16 b: BF16 accumulator: F32 }
   accumulators { name: "acc" dtype: F32 owner: "compute" mma: "mma" init: ZERO shape { dims { size: $TM } dims { size: $TN } } partition { rows: $WM cols: $WN } }
   pipelines { name: "xc" stages: $STAGES transfer: CP_ASYNC producers: "compute" consumers: "compute" }
-  buffers { name: "x_stage" space: SHARED dtype: BF16 pipeline: "xc" alignment_bytes: 128 shape { dims { size: $TM } dims { size: 32 } } representation { kind: ROW_MAJOR padding_elements: 8 } }
-  buffers { name: "c_stage" space: SHARED dtype: BF16 pipeline: "xc" alignment_bytes: 128 shape { dims { size: $TN } dims { size: 32 } } representation { kind: ROW_MAJOR padding_elements: 8 } }
+  buffers { name: "x_stage" space: SHARED dtype: BF16 pipeline: "xc" alignment_bytes: 128 shape { dims { size: $TM } dims { size: $TK } } representation { kind: ROW_MAJOR padding_elements: 8 } }
+  buffers { name: "c_stage" space: SHARED dtype: BF16 pipeline: "xc" alignment_bytes: 128 shape { dims { size: $TN } dims { size: $TK } } representation { kind: ROW_MAJOR padding_elements: 8 } }
   work { name: "tiles" static_tiles { output: "idx" tile_m: $TM tile_n: $TN } }
   ops {
     id: "main"
@@ -77,7 +80,7 @@ kernels {
       for_each_tile { work: "tiles" }
       body {
         id: "d_loop"
-        for_k_tiles { k: "D" extent: 32 }
+        for_k_tiles { k: "D" extent: $TK }
         body {
           id: "fill"
           produce { pipeline: "xc" }
@@ -108,6 +111,7 @@ std::string ScheduleText(const TileChoice& t) {
                               {"$WARPS", absl::StrJoin(ids, ", ")},
                               {"$TM", absl::StrCat(t.tile_m)},
                               {"$TN", absl::StrCat(t.tile_n)},
+                              {"$TK", absl::StrCat(t.tile_k)},
                               {"$WM", absl::StrCat(t.warps_m)},
                               {"$WN", absl::StrCat(t.warps_n)},
                               {"$STAGES", absl::StrCat(t.stages)},
@@ -310,29 +314,33 @@ class KMeansAssign final : public Workload {
 
   std::vector<Proposal> ScheduleSpace() const override { return Proposals(ListedChoices()); }
 
-  // The list's points, then every point tile of 64..256 rows against centroid tiles of 64..256
-  // with four or eight warps of 32..64 x 32..64 (at least a thread per tile row), two to four
-  // stages and x4 or x2 centroid loads, whose ring (k-step 32) fits SM120's 101,376 B per block.
+  // The list's points, then every point tile of 64..256 rows against centroid tiles of 32..256
+  // with dimension steps of 32, 64 or 128, four or eight warps of 32..64 x 32..64 (at least a
+  // thread per tile row), two to four stages and x4 or x2 centroid loads, whose ring fits
+  // SM120's 101,376 B per block.
   std::vector<Proposal> SearchSpace() const override {
     std::vector<TileChoice> choices = ListedChoices();
     std::set<std::string> seen;
     for (const TileChoice& t : choices) seen.insert(t.Describe());
-    for (int tm : {64, 128, 256})
-      for (int tn : {64, 128, 256})
-        for (auto [wm, wn] : {std::pair{2, 2}, std::pair{1, 4}, std::pair{4, 1}, std::pair{2, 4},
-                              std::pair{4, 2}}) {
-          const int warp_m = tm / wm, warp_n = tn / wn;
-          if (warp_m < 32 || warp_m > 64 || warp_n < 32 || warp_n > 64) continue;
-          // The epilogue gives every row of a tile a thread.
-          if (tm > 32 * wm * wn || tn > 32 * wm * wn) continue;
-          for (int stages : {2, 3, 4}) {
-            if (int64_t{stages} * (tm + tn) * (32 + 8) * 2 > 101376) continue;
-            for (bool x4 : {true, false}) {
-              const TileChoice t{tm, tn, wm, wn, stages, x4};
-              if (seen.insert(t.Describe()).second) choices.push_back(t);
+    // Point tiles x centroid tiles x dimension steps x warp grids x stages x the centroid
+    // fragment load, within SM120's 101,376 B of shared memory per CTA.
+    for (int tk : {32, 64, 128})
+      for (int tm : {64, 128, 256})
+        for (int tn : {32, 64, 128, 256})
+          for (auto [wm, wn] : {std::pair{2, 2}, std::pair{1, 4}, std::pair{4, 1}, std::pair{2, 4},
+                                std::pair{4, 2}}) {
+            const int warp_m = tm / wm, warp_n = tn / wn;
+            if (warp_m < 32 || warp_m > 64 || warp_n < 32 || warp_n > 64) continue;
+            // The epilogue gives every row of a tile a thread.
+            if (tm > 32 * wm * wn || tn > 32 * wm * wn) continue;
+            for (int stages : {2, 3, 4}) {
+              if (int64_t{stages} * (tm + tn) * (tk + 8) * 2 > 101376) continue;
+              for (bool x4 : {true, false}) {
+                const TileChoice t{tm, tn, wm, wn, stages, x4, tk};
+                if (seen.insert(t.Describe()).second) choices.push_back(t);
+              }
             }
           }
-        }
     return Proposals(choices);
   }
 

@@ -3,7 +3,8 @@
 // ldmatrix, cp.async stages), and its epilogue keeps a running argmin of |c|^2 - 2 x.c over the
 // centroid tiles in registers, so no N x K distance matrix is ever written. Writes idx[B,N]
 // (int32) and dist[B,N] = |x|^2 + min (F32); a point without a finite distance gets index K and
-// NaN. One CTA per (point tile, batch); it walks every centroid tile of its batch.
+// NaN. One CTA per (point tile, batch); it walks every centroid tile of its batch, copying its
+// point tile once where the ring's stages hold all of D (stages x tile_k >= D).
 #include "compiler/lowering.h"
 #include "absl/strings/str_cat.h"
 #include "compiler/lowerings/warp_tiles/warp_tiles.h"
@@ -12,7 +13,7 @@
 namespace cake::compiler {
 namespace {
 
-constexpr char kVersion[] = "kmeans_argmin/4";
+constexpr char kVersion[] = "kmeans_argmin/5";
 
 absl::Status Unsupported(absl::string_view why) {
   return LoweringUnsupported("kmeans_argmin", why);
@@ -183,6 +184,11 @@ LoweredKernel Emit(const ArgminPlan& p, const TargetInfo& target, const std::str
   w.Line(absl::StrCat("  for (int n0 = 0; n0 < ", kK, "; n0 += kTileN) {"));
   w.Line("    float c_norm = 0.0f;");
   MainloopTerms terms{"xb", "cb", kN, kK, kD};
+  // The points stay resident when the ring holds all of D: each centroid tile restarts the
+  // k-tiles at slot 0, so with k_tiles <= kStages slot kt already holds the point tile's k-tile
+  // kt from the first centroid tile (same rows, same zero-filled tails), and only the centroids
+  // are copied again. Otherwise the slots rotate and every copy runs.
+  terms.a_copy_when = "n0 == 0 || k_tiles > kStages";
   terms.after_consume = {
       "    if (tid < kTileN) c_norm += StagedRowNorm(smem + kOffsetB + stage * kStageBytesB, "
       "tid * kRowB);",

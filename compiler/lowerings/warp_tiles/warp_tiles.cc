@@ -231,9 +231,9 @@ void EmitCpAsyncProducer(const WarpTiles& t, const MainloopTerms& terms, SourceW
   auto emit_copy = [&](bool use_strided, const char* name, const std::string& op,
                        const std::string& tensor, const char* rows, const std::string& row_origin,
                        const std::string& extent, const char* offset_fn, const char* offset,
-                       const char* stage_bytes) {
+                       const char* stage_bytes, const std::string& when) {
     w.Begin(op);
-    w.Line("    {");
+    w.Line(when.empty() ? "    {" : absl::StrCat("    if (", when, ") {"));
     if (use_strided) {
       w.Line("#pragma unroll");
       w.Line(absl::StrCat("    for (int i = 0; i < kPasses", name, "; ++i) {"));
@@ -272,9 +272,9 @@ void EmitCpAsyncProducer(const WarpTiles& t, const MainloopTerms& terms, SourceW
     w.End(op);
   };
   emit_copy(a_strided, "A", t.op_copy_a, terms.a_ptr, "kTileM", terms.a_row0, terms.a_rows,
-            "OffsetA", "kOffsetA", "kStageBytesA");
+            "OffsetA", "kOffsetA", "kStageBytesA", terms.a_copy_when);
   emit_copy(b_strided, "B", t.op_copy_b, terms.b_ptr, "kTileN", terms.b_row0, terms.b_rows,
-            "OffsetB", "kOffsetB", "kStageBytesB");
+            "OffsetB", "kOffsetB", "kStageBytesB", "");
   w.Line("  };");
   w.End(t.op_produce);
   w.Line("");

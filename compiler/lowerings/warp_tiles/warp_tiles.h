@@ -109,6 +109,10 @@ struct MainloopTerms {
   // Lines at the end of the consume step, where `stage` is the Ready stage (e.g. an epilogue's
   // reductions over the staged tiles); empty for a plain GEMM.
   std::vector<std::string> after_consume = {};
+  // A condition (C++ source) under which a produce step copies A; empty = always. A lowering
+  // sets it only where a skipped copy leaves the slot holding the very bytes the copy would write
+  // (an A tile the ring already holds), so the kernel computes what the schedule states.
+  std::string a_copy_when = {};
 };
 
 // The admission-table instructions of the main loop, and the forms its operations must show in
