@@ -68,4 +68,11 @@ if ! "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.vers
   echo "bootstrap: pip install mcp==$mcp_version into .venv" >&2
   "$venv/bin/pip" install -q --disable-pip-version-check "mcp==$mcp_version" >&2
 fi
+# The narrow-format codecs' cross-check (tests/workloads/narrow_float_crosscheck.py) reads an
+# independent implementation of the same formats: ml_dtypes, pinned, into the same venv.
+ml_dtypes_version=0.5.4
+if ! "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('ml_dtypes') != '$ml_dtypes_version')" 2>/dev/null; then
+  echo "bootstrap: pip install ml_dtypes==$ml_dtypes_version into .venv" >&2
+  "$venv/bin/pip" install -q --disable-pip-version-check "ml_dtypes==$ml_dtypes_version" >&2
+fi
 echo "bootstrap: ok" >&2
