@@ -9,9 +9,9 @@ namespace cake::workloads {
 namespace {
 
 constexpr NarrowFormatInfo kInfo[] = {
-    {"e4m3", 8, 4, 3, 7, true, false, true},     {"e5m2", 8, 5, 2, 15, true, true, true},
-    {"e3m2", 6, 3, 2, 3, true, false, false},    {"e2m3", 6, 2, 3, 1, true, false, false},
-    {"e2m1", 4, 2, 1, 1, true, false, false},    {"ue8m0", 8, 8, 0, 127, false, false, true},
+    {"e4m3", 8, 4, 3, 7, true, false, true},   {"e5m2", 8, 5, 2, 15, true, true, true},
+    {"e3m2", 6, 3, 2, 3, true, false, false},  {"e2m3", 6, 2, 3, 1, true, false, false},
+    {"e2m1", 4, 2, 1, 1, true, false, false},  {"ue8m0", 8, 8, 0, 127, false, false, true},
     {"ue4m3", 8, 4, 3, 7, false, false, true},
 };
 

@@ -15,7 +15,6 @@
 #include <array>
 #include <cstdint>
 #include <optional>
-#include <string_view>
 
 namespace cake::workloads {
 
@@ -25,7 +24,7 @@ inline constexpr std::array<NarrowFormat, 7> kNarrowFormats = {
     NarrowFormat::kE2M1, NarrowFormat::kUE8M0, NarrowFormat::kUE4M3};
 
 struct NarrowFormatInfo {
-  std::string_view name;  // as PTX spells the type: "e4m3", "ue8m0", ...
+  const char* name = "";  // as PTX spells the type: "e4m3", "ue8m0", ...
   int bits = 0;           // storage width; codes are [0, 2^bits)
   int exponent_bits = 0, mantissa_bits = 0, bias = 0;
   bool is_signed = true;

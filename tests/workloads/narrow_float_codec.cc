@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
   }
   const NarrowFormat* format = nullptr;
   for (const NarrowFormat& f : cake::workloads::kNarrowFormats)
-    if (cake::workloads::Info(f).name == argv[2]) format = &f;
+    if (std::strcmp(cake::workloads::Info(f).name, argv[2]) == 0) format = &f;
   if (format == nullptr) {
     std::cerr << "narrow_float_codec: unknown format " << argv[2] << "\n";
     return 2;
@@ -43,9 +43,9 @@ int main(int argc, char** argv) {
     std::string line;
     while (std::getline(std::cin, line)) {
       const double v = std::strtod(line.c_str(), nullptr);
-      const auto code = cake::workloads::EncodeNarrow(*format, v,
-                                                      cake::workloads::Rounding::kNearestEven,
-                                                      cake::workloads::Overflow::kNonSaturating);
+      const auto code =
+          cake::workloads::EncodeNarrow(*format, v, cake::workloads::Rounding::kNearestEven,
+                                        cake::workloads::Overflow::kNonSaturating);
       if (code)
         std::printf("%u\n", *code);
       else

@@ -122,8 +122,8 @@ TEST(NarrowFloat, OverflowSaturatesOrLeavesTheFiniteRange) {
     const uint32_t max_code = *EncodeNarrow(f, MaxFinite(f));
     EXPECT_EQ(*EncodeNarrow(f, huge, Rounding::kNearestEven, Overflow::kSaturateFinite), max_code);
     EXPECT_EQ(*EncodeNarrow(f, huge, Rounding::kTowardZero, Overflow::kNonSaturating), max_code);
-    const std::optional<uint32_t> past = EncodeNarrow(f, huge, Rounding::kNearestEven,
-                                                      Overflow::kNonSaturating);
+    const std::optional<uint32_t> past =
+        EncodeNarrow(f, huge, Rounding::kNearestEven, Overflow::kNonSaturating);
     ASSERT_TRUE(past.has_value());
     const double v = DecodeNarrow(f, *past);
     if (Info(f).has_infinity)
@@ -159,7 +159,7 @@ TEST(NarrowFloat, WhatAFormatCannotHold) {
   EXPECT_TRUE(IsNanCode(F::kE5M2, *EncodeNarrow(F::kE5M2, nan)));
   EXPECT_TRUE(IsNanCode(F::kUE8M0, *EncodeNarrow(F::kUE8M0, nan)));
   EXPECT_FALSE(EncodeNarrow(F::kUE8M0, 0.0).has_value());  // no zero
-  EXPECT_EQ(*EncodeNarrow(F::kUE8M0, 1e-300), 0u);           // up to 2^-127
+  EXPECT_EQ(*EncodeNarrow(F::kUE8M0, 1e-300), 0u);         // up to 2^-127
   EXPECT_FALSE(EncodeNarrow(F::kUE8M0, 1e-300, Rounding::kTowardZero).has_value());
   EXPECT_EQ(*EncodeNarrow(F::kUE4M3, -0.0), 0u);
   EXPECT_EQ(*EncodeNarrow(F::kUE4M3, -1e-9), 0u);  // rounds to zero, which UE4M3 holds
