@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # KMeans assignment against Flash-KMeans on a GPU machine, from sm_90 artifacts compiled elsewhere
 # (KMEANS_ARTIFACTS, default build/kmeans_space/art: one cakec artifact folder per point of
-# `cakectl space kmeans_assign --search`, with labels.txt beside them) and the peer's wheel
+# the KMeans operation's search space, `scripts/compile_space.sh OPERATION sm_90 build/kmeans_space`,
+# with labels.txt beside them) and the peer's wheel
 # (.whl/flash_kmeans-0.3.1-py3-none-any.whl, fetched where pip can reach PyPI:
 #   python3 -m pip download --no-deps -d .whl flash-kmeans==0.3.1).
 # Runs clients/bench/kmeans_vs_torch.py twice, one process per peer mode: mma_sync (the peer on
