@@ -8,7 +8,7 @@ build=${1:-build}
 dest="$build/device"
 rm -rf "$dest" && mkdir -p "$dest/bin" "$dest/lib"
 # BUNDLE_EXES names a smaller set (e.g. "caked cakectl cake-worker" for a daemon session).
-exes=${BUNDLE_EXES:-caked cakectl cake-worker cakec hopper_witness_test measure_protocol_test adversarial_corpus_test cake-protocol-bench cake-hostile-worker cake-fault-campaign cake-sandbox-probe kmeans_adversarial_gpu_test}
+exes=${BUNDLE_EXES:-caked cakectl cake-worker cakec hopper_witness_test measure_protocol_test adversarial_corpus_test cake-protocol-bench cake-hostile-worker cake-fault-campaign cake-sandbox-probe kmeans_adversarial_gpu_test cake-sm12x-qualify}
 for exe in $exes; do
   [ -x "$build/bin/$exe" ] && strip --strip-debug -o "$dest/bin/$exe" "$build/bin/$exe"
 done

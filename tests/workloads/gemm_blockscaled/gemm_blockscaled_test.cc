@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "workloads/gemm_blockscaled/block_scaled_mma.h"
+#include "workloads/gemm_blockscaled/fragments.h"
 
 namespace cake::workloads::gemm_blockscaled {
 namespace {
@@ -192,6 +193,48 @@ TEST(MmaReference, RefusesOperandsThatDoNotFitTheForm) {
   const auto d = *MmaReference(nv, o);
   EXPECT_TRUE(std::isnan(d[2 * 8 + 5]));
   EXPECT_FALSE(std::isnan(d[1 * 8 + 5]));
+}
+
+// The m16n8k32 8-bit fragment maps place every element of A, B and C in exactly one (lane, slot),
+// and packing fresh random codes then reading each register byte back through the map returns
+// the code it came from.
+TEST(Fragments, EveryElementHasExactlyOneLaneAndSlot) {
+  std::vector<int> a(16 * 32, 0), b(32 * 8, 0), c(16 * 8, 0);
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int i = 0; i < 16; ++i) ++a[FragmentA8(lane, i).row * 32 + FragmentA8(lane, i).col];
+    for (int i = 0; i < 8; ++i) ++b[FragmentB8(lane, i).row * 8 + FragmentB8(lane, i).col];
+    for (int i = 0; i < 4; ++i) ++c[FragmentC(lane, i).row * 8 + FragmentC(lane, i).col];
+  }
+  for (int n : a) EXPECT_EQ(n, 1);
+  for (int n : b) EXPECT_EQ(n, 1);
+  for (int n : c) EXPECT_EQ(n, 1);
+  std::mt19937_64 rng(std::random_device{}());
+  std::vector<uint32_t> codes_a(16 * 32), codes_b(8 * 32);
+  for (auto& v : codes_a) v = rng() & 0xFF;
+  for (auto& v : codes_b) v = rng() & 0xFF;
+  for (int lane = 0; lane < 32; ++lane) {
+    uint32_t ra[4], rb[2];
+    PackA8(codes_a.data(), lane, ra);
+    PackB8(codes_b.data(), lane, rb);
+    for (int i = 0; i < 16; ++i) {
+      const MatrixIndex e = FragmentA8(lane, i);
+      EXPECT_EQ((ra[i / 4] >> (8 * (i % 4))) & 0xFF, codes_a[e.row * 32 + e.col]);
+    }
+    for (int i = 0; i < 8; ++i) {
+      const MatrixIndex e = FragmentB8(lane, i);
+      EXPECT_EQ((rb[i / 4] >> (8 * (i % 4))) & 0xFF, codes_b[e.col * 32 + e.row]);
+    }
+  }
+  // Lane 5 (group 1, thread 1): A byte 0 is (1, 4), byte 4 (register 1) is row 9, byte 8 column
+  // 20; B byte 4 is k 20 of column 1; C value 3 is (9, 3).
+  EXPECT_EQ(FragmentA8(5, 0).row, 1);
+  EXPECT_EQ(FragmentA8(5, 0).col, 4);
+  EXPECT_EQ(FragmentA8(5, 4).row, 9);
+  EXPECT_EQ(FragmentA8(5, 8).col, 20);
+  EXPECT_EQ(FragmentB8(5, 4).row, 20);
+  EXPECT_EQ(FragmentB8(5, 4).col, 1);
+  EXPECT_EQ(FragmentC(5, 3).row, 9);
+  EXPECT_EQ(FragmentC(5, 3).col, 3);
 }
 
 }  // namespace
