@@ -52,8 +52,15 @@ void CheckMatrixLoad(const KernelGraph& g, const OpNode& n, DiagnosticSink& sink
         .Message("matrix load without a form");
     return;
   }
+  // 8-bit operands of m16n8k32 stored K-contiguous (rows along K, as every stage buffer is) may
+  // be read with the b16 forms: a 16-bit unit is two adjacent K elements, and the m16n8k32 8-bit
+  // fragments coincide register for register with the m16n8k16 16-bit ones (PTX ISA fragment
+  // layouts). The transposing form would swap 16-bit units, not bytes: not allowed.
+  const bool paired_bytes = bits == 8 && ml.form() != ir::LDMATRIX_X4_TRANS &&
+                            instr.shape() == ir::M16N8K32 && DTypeBits(want) == 8;
   ++checks;
-  if ((b16_form && bits != 16) || (ml.form() == ir::LDMATRIX_M16N16_B8 && bits != 8)) {
+  if ((b16_form && bits != 16 && !paired_bytes) ||
+      (ml.form() == ir::LDMATRIX_M16N16_B8 && bits != 8)) {
     sink.Error(report::DIAG_REPRESENTATION_INCOMPATIBLE)
         .Op(n.op->id())
         .Path(n.path)

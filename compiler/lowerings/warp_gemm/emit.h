@@ -10,9 +10,9 @@
 
 namespace cake::compiler {
 
-// The source, symbol, source map and dynamic shared bytes (the launch and forms are the
-// lowering's, lowering.cc).
+// The source (headed by the lowering `version`), symbol, source map and dynamic shared bytes
+// (the launch and forms are the lowering's, lowering.cc).
 LoweredKernel EmitWarpGemm(const WarpGemmPlan& plan, const TargetInfo& target,
-                           const std::string& schedule_hash);
+                           const std::string& schedule_hash, absl::string_view version);
 
 }  // namespace cake::compiler

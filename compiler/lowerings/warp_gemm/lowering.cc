@@ -1,5 +1,7 @@
-// The warp_gemm lowering: warp-tiled GEMM (C = A * B^T) with cp.async stages, ldmatrix fragments
-// and mma.sync m16n8k16 BF16 -> FP32, for the gemm_bf16_tn workload.
+// The warp_gemm lowerings: warp-tiled GEMM (C = A * B^T) with cp.async or TMA stages, ldmatrix
+// fragments and mma.sync m16n8k16 BF16 -> FP32, for the gemm_bf16_tn workload; and warp_gemm_fp8,
+// the same tiles over E4M3/E5M2 with mma.sync m16n8k32 (legacy or unit-scale block-scaled), for
+// the gemm_blockscaled workload.
 #include "compiler/lowering.h"
 
 #include "absl/strings/str_cat.h"
@@ -33,6 +35,50 @@ report::LaunchSpec Launch(const std::string& a, const std::string& b, const std:
   return l;
 }
 
+// The kernel of a plan: source, launch (split-K workspace, TMA maps, persistence) and forms.
+LoweredKernel LowerPlan(const WarpGemmPlan& p, const TargetInfo& target,
+                        const std::string& schedule_hash, absl::string_view version) {
+  LoweredKernel k = EmitWarpGemm(p, target, schedule_hash, version);
+  k.launch =
+      Launch(p.a, p.b, p.c, p.m, p.n, p.k, p.tile_m, p.tile_n, p.threads, k.dynamic_shared_bytes);
+  if (p.k_slices > 1) k.launch.mutable_grid_z()->set_count(p.k_slices);
+  if (p.persistent) {
+    k.launch.set_persistent(true);
+    k.launch.set_max_ctas(p.max_ctas);
+  }
+  if (p.k_slices > 1 && !p.k_merge_none) {
+    // FP32 partials of every slice, then one arrival counter per output tile.
+    report::LaunchSpec::Arg* ws = k.launch.add_args();
+    *ws = Arg(report::LaunchSpec::Arg::WORKSPACE, "workspace");
+    ws->set_rows(p.m);
+    ws->set_cols(p.n);
+    ws->set_box_rows(p.tile_m);
+    ws->set_box_cols(p.tile_n);
+    ws->set_bytes_per_element(int64_t{4} * p.k_slices);
+    ws->set_bytes_per_tile(4);
+  }
+  if (p.transfer == ir::TMA) {  // A and B travel as tensor maps of one stage's boxes
+    *k.launch.mutable_args(0) = TmaLaunchArg(p, p.a, p.m, p.k, p.tile_m);
+    *k.launch.mutable_args(1) = TmaLaunchArg(p, p.b, p.n, p.k, p.tile_n);
+  }
+  k.forms = WarpMainloopForms(p);
+  k.shared_regions = p.shared.regions;
+  return k;
+}
+
+// The plan, when its operands are `element_bytes` wide.
+absl::StatusOr<WarpGemmPlan> PlanOfWidth(const ir::Module& module, const KernelGraph& g,
+                                         int element_bytes, absl::string_view lowering) {
+  auto plan = PlanWarpGemm(module, g);
+  if (!plan.ok()) return plan.status();
+  if (plan->element_bytes != element_bytes)
+    return LoweringUnsupported(std::string(lowering),
+                               element_bytes == 2
+                                   ? "8-bit operands are warp_gemm_fp8's (gemm_blockscaled)"
+                                   : "BF16 operands are warp_gemm's (gemm_bf16_tn)");
+  return plan;
+}
+
 class WarpGemmLowering final : public Lowering {
  public:
   std::string name() const override { return "warp_gemm"; }
@@ -49,41 +95,15 @@ class WarpGemmLowering final : public Lowering {
   }
 
   absl::Status Match(const ir::Module& module, const KernelGraph& g) const override {
-    return PlanWarpGemm(module, g).status();
+    return PlanOfWidth(module, g, 2, name()).status();
   }
 
   absl::StatusOr<LoweredKernel> Lower(const ir::Module& module, const KernelGraph& g,
                                       const TargetInfo& target,
                                       const std::string& schedule_hash) const override {
-    auto plan = PlanWarpGemm(module, g);
+    auto plan = PlanOfWidth(module, g, 2, name());
     if (!plan.ok()) return plan.status();
-    const WarpGemmPlan& p = *plan;
-    LoweredKernel k = EmitWarpGemm(p, target, schedule_hash);
-    k.launch =
-        Launch(p.a, p.b, p.c, p.m, p.n, p.k, p.tile_m, p.tile_n, p.threads, k.dynamic_shared_bytes);
-    if (p.k_slices > 1) k.launch.mutable_grid_z()->set_count(p.k_slices);
-    if (p.persistent) {
-      k.launch.set_persistent(true);
-      k.launch.set_max_ctas(p.max_ctas);
-    }
-    if (p.k_slices > 1 && !p.k_merge_none) {
-      // FP32 partials of every slice, then one arrival counter per output tile.
-      report::LaunchSpec::Arg* ws = k.launch.add_args();
-      *ws = Arg(report::LaunchSpec::Arg::WORKSPACE, "workspace");
-      ws->set_rows(p.m);
-      ws->set_cols(p.n);
-      ws->set_box_rows(p.tile_m);
-      ws->set_box_cols(p.tile_n);
-      ws->set_bytes_per_element(int64_t{4} * p.k_slices);
-      ws->set_bytes_per_tile(4);
-    }
-    if (p.transfer == ir::TMA) {  // A and B travel as tensor maps of one stage's boxes
-      *k.launch.mutable_args(0) = TmaLaunchArg(p, p.a, p.m, p.k, p.tile_m);
-      *k.launch.mutable_args(1) = TmaLaunchArg(p, p.b, p.n, p.k, p.tile_n);
-    }
-    k.forms = WarpMainloopForms(p);
-    k.shared_regions = p.shared.regions;
-    return k;
+    return LowerPlan(*plan, target, schedule_hash, kWarpGemmLoweringVersion);
   }
 
   // Receipts before LaunchSpec (all of warp_gemm/1) kept the tile in fields 25 (tile_m) and 26
@@ -108,6 +128,42 @@ class WarpGemmLowering final : public Lowering {
 };
 
 CAKE_REGISTER_LOWERING(WarpGemmLowering);
+
+// The same warp tiles over 8-bit operands for the gemm_blockscaled workload: E4M3/E5M2 A and B
+// moved by cp.async and read by ldmatrix .b16 as pairs of K elements, mma.sync m16n8k32 in the
+// legacy form or the block-scaled kind::mxf8f6f4 form with unit UE8M0 scales (the instruction
+// form is the schedule's decision: its MMA instruction).
+class WarpGemmFp8Lowering final : public Lowering {
+ public:
+  std::string name() const override { return "warp_gemm_fp8"; }
+  std::string version() const override { return std::string(kWarpGemmFp8LoweringVersion); }
+  std::string operation() const override { return "gemm_blockscaled"; }
+  std::string summary() const override {
+    return "warp_gemm_fp8 (C = A * B^T over E4M3/E5M2; mma.sync m16n8k32 legacy or block-scaled "
+           "with unit UE8M0 scales, ldmatrix .b16 on K-contiguous bytes, cp.async stages 1-4)";
+  }
+  std::vector<std::string> required_instructions() const override {
+    return {"cp.async.cg.16",
+            "ldmatrix.m8n8.x4.b16",
+            "ldmatrix.m8n8.x2.b16",
+            "mma.m16n8k32.e4m3.f32",
+            "mma.m16n8k32.e5m2.f32",
+            "mma.block_scale.mxf8f6f4.m16n8k32.e4m3.ue8m0",
+            "mma.block_scale.mxf8f6f4.m16n8k32.e5m2.ue8m0"};
+  }
+  absl::Status Match(const ir::Module& module, const KernelGraph& g) const override {
+    return PlanOfWidth(module, g, 1, name()).status();
+  }
+  absl::StatusOr<LoweredKernel> Lower(const ir::Module& module, const KernelGraph& g,
+                                      const TargetInfo& target,
+                                      const std::string& schedule_hash) const override {
+    auto plan = PlanOfWidth(module, g, 1, name());
+    if (!plan.ok()) return plan.status();
+    return LowerPlan(*plan, target, schedule_hash, kWarpGemmFp8LoweringVersion);
+  }
+};
+
+CAKE_REGISTER_LOWERING(WarpGemmFp8Lowering);
 
 }  // namespace
 }  // namespace cake::compiler

@@ -29,7 +29,9 @@ absl::StatusOr<WarpGemmPlan> PlanWarpGemm(const ir::Module& module, const Kernel
   if (ta == g.tensors.end() || tb == g.tensors.end() || tc == g.tensors.end())
     return Unsupported("tensor params unresolved");
   const ir::TensorParam &A = *ta->second, &B = *tb->second, &C = *tc->second;
-  if (A.dtype() != ir::BF16 || B.dtype() != ir::BF16) return Unsupported("A and B must be BF16");
+  const ir::DType operand = p.element_bytes == 1 ? g.kernel->instrs(0).a() : ir::BF16;
+  if (A.dtype() != operand || B.dtype() != operand)
+    return Unsupported(absl::StrCat("A and B must be ", ir::DType_Name(operand)));
   if (C.dtype() != ir::BF16 && C.dtype() != ir::F32) return Unsupported("C must be BF16 or F32");
   p.out_dtype = C.dtype();
   for (const ir::TensorParam* t : {&A, &B, &C})
@@ -63,6 +65,19 @@ absl::StatusOr<WarpGemmPlan> PlanWarpGemm(const ir::Module& module, const Kernel
                                       " bytes of shared memory; the ring has ", ring_bytes));
   }
   if (absl::Status s = CheckTmaSources(p, g, p.k, "warp_gemm"); !s.ok()) return s;
+  if (p.element_bytes == 1) {
+    // 16-byte chunks of 8-bit rows: K a multiple of 16, so rows start on 16-byte boundaries and
+    // K / 2 counts whole 16-bit units.
+    auto ki = g.scalars.find(p.k);
+    if (ki == g.scalars.end() || ki->second->multiple_of() <= 0 ||
+        ki->second->multiple_of() % 16 != 0)
+      return Unsupported(
+          absl::StrCat("8-bit rows move in 16-byte chunks: '", p.k, "' needs multiple_of 16"));
+    for (const ir::TensorParam* t : {&A, &B})
+      if (t->alignment_bytes() < 16 || t->alignment_bytes() % 16 != 0)
+        return Unsupported(absl::StrCat("8-bit operands need 16-byte alignment; '", t->name(),
+                                        "' declares ", t->alignment_bytes()));
+  }
 
   return p;
 }

@@ -1,7 +1,7 @@
-// Lowering recognizer for the warp-tiled GEMM (C = A * B^T, A [M,K], B [N,K], 16-bit inputs,
-// FP32 accumulate, BF16/F32 out): matches the schedule's structure exactly and extracts the
-// decisions lowering needs. Anything else is an unsupported lowering (reported as unknown by
-// analysis), never approximated. Pure; thread-compatible.
+// Lowering recognizer for the warp-tiled GEMM (C = A * B^T, A [M,K], B [N,K], BF16 inputs or
+// 8-bit E4M3/E5M2 ones, FP32 accumulate, BF16/F32 out): matches the schedule's structure exactly
+// and extracts the decisions lowering needs. Anything else is an unsupported lowering (reported as
+// unknown by analysis), never approximated. Pure; thread-compatible.
 #pragma once
 
 #include <string>
@@ -17,6 +17,8 @@
 namespace cake::compiler {
 
 inline constexpr absl::string_view kWarpGemmLoweringVersion = "warp_gemm/8";
+// The same kernels over 8-bit operands (E4M3/E5M2, legacy or unit-scale block-scaled MMA).
+inline constexpr absl::string_view kWarpGemmFp8LoweringVersion = "warp_gemm_fp8/1";
 
 // The shared tiling (warp_tiles.h) plus the GEMM's own: its tensors, output type and store.
 struct WarpGemmPlan : WarpTiles {

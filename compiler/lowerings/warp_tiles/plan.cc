@@ -1,8 +1,10 @@
 // PlanWarpTiles: the recognizer of the warp-tiled schedules (warp_tiles.h), and the checks on
 // what TMA needs of the copied tensors. Pure; thread-compatible.
 #include <algorithm>
+#include <set>
 
 #include "absl/strings/str_cat.h"
+#include "compiler/admission.h"
 #include "warp_tiles.h"
 
 namespace cake::compiler {
@@ -37,10 +39,21 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
       return Unsupported(lowering, "every top-level operation must be a role_region");
   t.warp_specialized = g.roots.size() == 2;
   // The compute region holds the epilogue (its tile loop has two children).
-  auto tile_loop_of = [](const OpNode* region) -> const OpNode* {
-    return region->children.size() == 1 && region->children[0]->op->has_for_each_tile()
-               ? region->children[0]
-               : nullptr;
+  // A region may open with unit scales (scale_unit) for a block-scaled MMA, before its tile loop.
+  std::set<std::string> unit_scale_values;
+  auto tile_loop_of = [&](const OpNode* region) -> const OpNode* {
+    const OpNode* loop = nullptr;
+    for (const OpNode* c : region->children) {
+      if (c->op->has_scale_unit() && loop == nullptr && c->op->scale_unit().format() == ir::UE8M0 &&
+          c->op->results_size() == 1) {
+        unit_scale_values.insert(c->op->results(0));
+      } else if (c->op->has_for_each_tile() && loop == nullptr) {
+        loop = c;
+      } else {
+        return nullptr;
+      }
+    }
+    return loop;
   };
   const OpNode* role = g.roots[0];
   const OpNode* loader = nullptr;
@@ -104,8 +117,7 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
       t.persistent ? wi->second->persistent().tiles() : wi->second->static_tiles();
   t.tile_m = st.tile_m();
   t.tile_n = st.tile_n();
-  t.tile_k = kloop->op->for_k_tiles().extent();
-  if (t.tile_k % 16 != 0) return Unsupported(lowering, "k-tile must be a multiple of 16");
+  t.tile_k = kloop->op->for_k_tiles().extent();  // elements here; 16-bit units after planning
   t.k_slices = std::max(st.k_slices(), 1);
   t.k_merge_none = t.k_slices > 1 && st.k_merge() != ir::K_MERGE_ORDERED_WORKSPACE;
   t.raster_group_m = std::max(st.raster_group_m(), 1);
@@ -155,9 +167,29 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
   // Instruction.
   if (k.instrs_size() != 1) return Unsupported(lowering, "exactly one MMA instruction is required");
   const ir::MmaInstr& instr = k.instrs(0);
-  if (instr.family() != ir::WARP_SYNC || instr.shape() != ir::M16N8K16 || instr.a() != ir::BF16 ||
-      instr.b() != ir::BF16 || instr.accumulator() != ir::F32 || instr.has_block_scale())
-    return Unsupported(lowering, "only mma.sync m16n8k16 BF16 x BF16 -> F32 is lowered");
+  const bool bf16 = instr.shape() == ir::M16N8K16 && instr.a() == ir::BF16 &&
+                    instr.b() == ir::BF16 && !instr.has_block_scale();
+  // 8-bit: legacy e4m3/e5m2, or the block-scaled kind::mxf8f6f4 with UE8M0 per 32 (unit scales).
+  const bool fp8 = instr.shape() == ir::M16N8K32 &&
+                   (instr.a() == ir::E4M3 || instr.a() == ir::E5M2) && instr.b() == instr.a() &&
+                   (!instr.has_block_scale() || (instr.block_scale().format() == ir::UE8M0 &&
+                                                 instr.block_scale().group_size() == 32));
+  if (instr.family() != ir::WARP_SYNC || instr.accumulator() != ir::F32 || (!bf16 && !fp8))
+    return Unsupported(
+        lowering,
+        "only mma.sync m16n8k16 BF16 and m16n8k32 E4M3/E5M2 (legacy, or block-scaled "
+        "with UE8M0 per 32) -> F32 are lowered");
+  bool shape_known = false;
+  const InstrDescriptor* form = FindMma(instr, &shape_known);
+  if (form == nullptr) return Unsupported(lowering, "no admission-table form for the MMA");
+  t.mma_key = std::string(form->key);
+  t.mma_ptx = std::string(form->ptx_form);
+  t.unit_scales = instr.has_block_scale();
+  t.element_bytes = fp8 ? 1 : 2;
+  // In elements: a k step of the MMA, 16 BF16 or 32 FP8 (two 16-byte chunks of a row).
+  if (t.tile_k % (fp8 ? 32 : 16) != 0)
+    return Unsupported(lowering, fp8 ? "an 8-bit k-tile must be a multiple of 32"
+                                     : "k-tile must be a multiple of 16");
 
   for (const ir::TensorParam& tp : k.tensors())
     for (const std::string& other : tp.may_alias()) {
@@ -184,6 +216,8 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
   if (pipe.transfer() != ir::CP_ASYNC && pipe.transfer() != ir::TMA)
     return Unsupported(lowering, "only CP_ASYNC and TMA pipelines are lowered");
   t.transfer = pipe.transfer();
+  if (t.element_bytes == 1 && t.transfer != ir::CP_ASYNC)
+    return Unsupported(lowering, "8-bit operands are lowered with CP_ASYNC stages only");
   t.stages = pipe.stages();
   if (t.warp_specialized && t.transfer != ir::TMA)
     return Unsupported(lowering, "a loader warp is lowered for TMA pipelines only");
@@ -247,6 +281,11 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
       }
     } else if (op.has_mma()) {
       t.op_mma = op.id();
+      // Scale tensors (scale_load) are not lowered yet: a block-scaled MMA takes unit scales.
+      if (t.unit_scales && (!unit_scale_values.count(op.mma().scale_a()) ||
+                            !unit_scale_values.count(op.mma().scale_b())))
+        return Unsupported(lowering,
+                           "a block-scaled MMA is lowered with unit scales (scale_unit) only");
     } else {
       return Unsupported(lowering, "unexpected operation in consume");
     }
@@ -270,15 +309,20 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
   // Shared representations.
   auto check_repr = [&](const ir::Buffer& b, int rows, ir::Representation::Kind* kind,
                         int* pad) -> absl::Status {
-    if (b.dtype() != ir::BF16 || b.shape().dims_size() != 2 ||
+    const ir::DType operand = t.element_bytes == 1 ? instr.a() : ir::BF16;
+    if (b.dtype() != operand || b.shape().dims_size() != 2 ||
         ConstDim(b.shape().dims(0)).value_or(0) != rows ||
         ConstDim(b.shape().dims(1)).value_or(0) != t.tile_k)
-      return Unsupported(lowering, absl::StrCat("stage buffer '", b.name(), "' must be BF16 [",
-                                                rows, ", ", t.tile_k, "]"));
+      return Unsupported(
+          lowering, absl::StrCat("stage buffer '", b.name(), "' must be ", ir::DType_Name(operand),
+                                 " [", rows, ", ", t.tile_k, "]"));
     *kind = b.representation().kind();
     *pad = b.representation().padding_elements();
+    if (t.element_bytes == 1 && *kind != ir::Representation::ROW_MAJOR)
+      return Unsupported(lowering, "8-bit stages are lowered ROW_MAJOR (padded) only");
     if (*kind == ir::Representation::ROW_MAJOR) {
-      if (*pad % 8 != 0) return Unsupported(lowering, "padding must keep 16-byte rows");
+      if (*pad * t.element_bytes % 16 != 0)
+        return Unsupported(lowering, "padding must keep 16-byte rows");
     } else if (*kind == ir::Representation::SWIZZLE_64B) {
       if (t.tile_k != 32 || *pad != 0)
         return Unsupported(lowering, "SWIZZLE_64B needs k-tile 32, no pad");
@@ -304,6 +348,11 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
   if (!s.ok()) return s;
   s = check_repr(*bbuf, t.tile_n, &t.b_repr, &t.b_padding);
   if (!s.ok()) return s;
+  if (t.element_bytes == 1) {  // from here on, 16-bit units of two adjacent K elements
+    t.tile_k /= 2;
+    t.a_padding /= 2;
+    t.b_padding /= 2;
+  }
 
   t.shared = PlanShared(g);
   for (const SharedRegionPlan& r : t.shared.regions) {

@@ -74,7 +74,7 @@ std::vector<LoweredKernel::Form> WarpMainloopForms(const WarpTiles& t) {
       {t.op_copy_b, copy},
       {t.op_load_a, "ldmatrix.m8n8.x4.b16"},
       {t.op_load_b, t.b_load_x4 ? "ldmatrix.m8n8.x4.b16" : "ldmatrix.m8n8.x2.b16"},
-      {t.op_mma, "mma.m16n8k16.bf16.f32"}};
+      {t.op_mma, t.mma_key}};
   if (t.loader_registers > 0) {  // the registers really move: USETMAXREG in the SASS
     forms.push_back({t.op_loader_role, "setmaxnreg.dec"});
     forms.push_back({t.op_role, "setmaxnreg.inc"});
@@ -87,6 +87,10 @@ void EmitWarpTileConstants(const WarpTiles& t, SourceWriter& w) {
                       ", kTileK = ", t.tile_k, ";"));
   w.Line(absl::StrCat("constexpr int kWarpsM = ", t.warps_m, ", kWarpsN = ", t.warps_n,
                       ", kStages = ", t.stages, ", kThreads = ", t.threads, ";"));
+  if (t.element_bytes == 1)
+    w.Line("// 8-bit operands, moved and loaded as 16-bit units of two adjacent K elements.");
+  if (t.unit_scales)
+    w.Line("constexpr uint32_t kUnitScales = 0x7F7F7F7Fu;  // UE8M0 127 = 1.0 in every byte");
   // The threads that consume (and release) stages: the compute role's, beside the loader warp.
   if (t.warp_specialized)
     w.Line(absl::StrCat("constexpr int kComputeThreads = ", t.compute_warps * 32,
@@ -386,17 +390,25 @@ void EmitFragmentSteps(const WarpTiles& t, SourceWriter& w) {
   w.Line("#pragma unroll");
   w.Line("      for (int j = 0; j < kFragsN; ++j)");
   w.Line("        asm volatile(");
-  w.Line("            \"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, \"");
-  w.Line("            \"{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\\n\"");
+  w.Line(absl::StrCat("            \"", t.mma_ptx, " {%0,%1,%2,%3}, \""));
+  if (t.unit_scales)
+    w.Line("            \"{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3}, %10, {0, 0}, %10, {0, 0};\\n\"");
+  else
+    w.Line("            \"{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\\n\"");
   w.Line(
       "            : \"+f\"(acc[i][j][0]), \"+f\"(acc[i][j][1]), \"+f\"(acc[i][j][2]), "
       "\"+f\"(acc[i][j][3])");
   w.Line(
       "            : \"r\"(a_frag[buf][i][0]), \"r\"(a_frag[buf][i][1]), "
       "\"r\"(a_frag[buf][i][2]),");
-  w.Line(
-      "              \"r\"(a_frag[buf][i][3]), \"r\"(b_frag[buf][j][0]), "
-      "\"r\"(b_frag[buf][j][1]));");
+  if (t.unit_scales)
+    w.Line(
+        "              \"r\"(a_frag[buf][i][3]), \"r\"(b_frag[buf][j][0]), "
+        "\"r\"(b_frag[buf][j][1]), \"r\"(kUnitScales));");
+  else
+    w.Line(
+        "              \"r\"(a_frag[buf][i][3]), \"r\"(b_frag[buf][j][0]), "
+        "\"r\"(b_frag[buf][j][1]));");
   w.Line("  };");
   w.End(t.op_mma);
   w.End(t.op_consume);

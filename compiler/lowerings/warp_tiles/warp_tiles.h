@@ -25,6 +25,16 @@ namespace cake::compiler {
 struct WarpTiles {
   std::string a, b;  // the copied tensors (TILE_M_K and TILE_N_K origins)
   int tile_m = 0, tile_n = 0, tile_k = 0;
+  // The operands' element width: 2 (BF16), or 1 (FP8 E4M3/E5M2 of mma.sync m16n8k32). 8-bit
+  // operands move and load as 16-bit units of two adjacent K elements (their m16n8k32 fragments
+  // coincide register for register with m16n8k16's 16-bit ones): tile_k and the paddings here
+  // are then in 16-bit units, half the schedule's element counts.
+  int element_bytes = 2;
+  // The MMA form: its admission-table key and PTX; with unit_scales, the block-scaled form whose
+  // UE8M0 scales are 1.0 in every byte (0x7F7F7F7F; the byte and thread selectors are moot).
+  std::string mma_key = "mma.m16n8k16.bf16.f32";
+  std::string mma_ptx = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
+  bool unit_scales = false;
   int warps_m = 0, warps_n = 0;
   int stages = 0;
   int threads = 0;

@@ -1,0 +1,131 @@
+// The FP8 GEMM family through the real compiler (nvcc, ptxas, cuobjdump): for SM12x targets each
+// point's receipt passes and its SASS holds the form the schedule chose (QMMA.SF...E8 for the
+// unit-scale block-scaled form, QMMA.16832 for the legacy one, never the other) with no spills;
+// on sm_90 the legacy form compiles to its emulation (HMMA, no QMMA) and the block-scaled form is
+// refused by admission, naming the target. No SM120 execution witness: compile and SASS only.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/compiler.h"
+#include "compiler/parse.h"
+#include "compiler/targets.h"
+#include "workloads/gemm_blockscaled/schedules.h"
+
+namespace cake::workloads::gemm_blockscaled {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::map<std::string, int64_t> Census(const report::LoweringReceipt& r) {
+  std::map<std::string, int64_t> out;
+  for (const auto& c : r.sass_census()) out[c.opcode()] += c.count();
+  return out;
+}
+
+int64_t CountPrefix(const std::map<std::string, int64_t>& census, const std::string& prefix) {
+  int64_t n = 0;
+  for (const auto& [opcode, count] : census)
+    if (opcode.rfind(prefix, 0) == 0) n += count;
+  return n;
+}
+
+class Fp8GemmReceipts : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    store_ = fs::path(::testing::TempDir()) / "cake_fp8_receipts";
+    fs::remove_all(store_);
+  }
+  absl::StatusOr<compiler::CompileResult> Compile(const Fp8GemmPoint& p, const char* target) {
+    auto parsed = compiler::ParseModuleText(Fp8GemmSchedule(p), p.Describe());
+    if (!parsed.ok()) return parsed.status();
+    auto t = compiler::TargetByName(target);
+    if (!t.ok()) return t.status();
+    compiler::CompileOptions opts;
+    opts.store_root = store_.string();
+    return compiler::Compile(*parsed, **t, opts);
+  }
+  static fs::path store_;
+};
+fs::path Fp8GemmReceipts::store_;
+
+TEST_F(Fp8GemmReceipts, Sm12xSassHoldsTheChosenForm) {
+  for (const Fp8GemmPoint& p : Fp8GemmPoints())
+    for (const char* target : {"sm_120f", "sm_121a"}) {
+      SCOPED_TRACE(absl::StrCat(p.Describe(), " on ", target));
+      auto r = Compile(p, target);
+      ASSERT_TRUE(r.ok()) << r.status();
+      ASSERT_TRUE(r->receipt.has_value()) << r->analysis.DebugString();
+      const report::LoweringReceipt& receipt = *r->receipt;
+      EXPECT_EQ(receipt.outcome(), report::LoweringReceipt::PASS);
+      EXPECT_EQ(receipt.lowering_version(), "warp_gemm_fp8/1");
+      EXPECT_EQ(receipt.resources().spill_store_bytes(), 0);
+      const std::string type = p.operand == NarrowFormat::kE5M2 ? "E5M2" : "E4M3";
+      const auto census = Census(receipt);
+      const int64_t scaled =
+          CountPrefix(census, absl::StrCat("QMMA.SF.16832.F32.", type, ".", type, ".E8"));
+      const int64_t legacy = CountPrefix(census, absl::StrCat("QMMA.16832.F32.", type, ".", type));
+      // A warp's MMAs per k-tile: one per (m16, n8) fragment pair of its warp tile per 32
+      // elements of K (the SASS holds at least one unrolled k-tile).
+      const int64_t per_tile =
+          int64_t{p.tile_m / p.warps_m / 16} * (p.tile_n / p.warps_n / 8) * (p.tile_k / 32);
+      if (p.form == Fp8Form::kUnitScale) {
+        EXPECT_GE(scaled, per_tile);
+        EXPECT_EQ(legacy, 0);
+      } else {
+        EXPECT_GE(legacy, per_tile);
+        EXPECT_EQ(scaled, 0);
+      }
+      EXPECT_EQ(CountPrefix(census, "HMMA"), 0);
+      EXPECT_NE(receipt.witness().find("no SM120 execution witness"), std::string::npos)
+          << receipt.witness();
+    }
+}
+
+TEST_F(Fp8GemmReceipts, HopperEmulatesTheLegacyFormAndRefusesTheBlockScaledOne) {
+  // The emulation's unpacking costs registers: the 128x128 tile spills on sm_90 (255 registers,
+  // 72 B, receipt FAIL, measured with ptxas 13.0); the 128x64 tile is the Hopper witness.
+  Fp8GemmPoint legacy;
+  legacy.form = Fp8Form::kLegacy;
+  legacy.tile_n = 64;
+  legacy.tile_k = 128;
+  legacy.stages = 2;
+  auto r = Compile(legacy, "sm_90");
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->receipt.has_value()) << r->analysis.DebugString();
+  EXPECT_EQ(r->receipt->outcome(), report::LoweringReceipt::PASS);
+  const auto census = Census(*r->receipt);
+  EXPECT_GT(CountPrefix(census, "HMMA.16816.F32"), 0);  // FP8 unpacked to F16, then HMMA
+  EXPECT_EQ(CountPrefix(census, "QMMA"), 0);
+
+  Fp8GemmPoint scaled;
+  scaled.form = Fp8Form::kUnitScale;
+  auto refused = Compile(scaled, "sm_90");
+  ASSERT_TRUE(refused.ok()) << refused.status();
+  EXPECT_FALSE(refused->receipt.has_value());
+  EXPECT_EQ(refused->analysis.verdict(), report::REJECTED);
+  bool named = false;
+  for (const report::Diagnostic& d : refused->analysis.diagnostics())
+    named = named || (d.id() == report::DIAG_INSTR_NOT_ADMITTED &&
+                      absl::StrCat(d.message(), d.condition(), d.evidence()).find("sm_90") !=
+                          std::string::npos);
+  EXPECT_TRUE(named) << refused->analysis.DebugString();
+}
+
+// The schedule text is data: every point parses and names its form in the description only.
+TEST(Fp8GemmSchedules, BothFormsOfEachTileForEachOperand) {
+  const std::vector<Fp8GemmPoint> points = Fp8GemmPoints();
+  ASSERT_EQ(points.size(), 8u);
+  std::set<std::string> labels;
+  for (const Fp8GemmPoint& p : points) {
+    EXPECT_TRUE(labels.insert(p.Describe()).second) << p.Describe();
+    const std::string text = Fp8GemmSchedule(p);
+    EXPECT_TRUE(compiler::ParseModuleText(text, p.Describe()).ok()) << text;
+    EXPECT_EQ(text.find("block_scale") != std::string::npos, p.form == Fp8Form::kUnitScale);
+  }
+}
+
+}  // namespace
+}  // namespace cake::workloads::gemm_blockscaled
