@@ -7,7 +7,9 @@ namespace {
 
 constexpr uint32_t Bit(ir::Arch a) { return 1u << a; }
 constexpr uint32_t kSm12x = Bit(ir::SM_120A) | Bit(ir::SM_121A) | Bit(ir::SM_120F);
-constexpr uint32_t kAll = kSm12x | Bit(ir::SM_90);
+// The portable forms: every target, plain sm_120 included (kSm12x rows are arch- or
+// family-specific: sm_120a, sm_121a, sm_120f only).
+constexpr uint32_t kAll = kSm12x | Bit(ir::SM_120) | Bit(ir::SM_90);
 constexpr uint32_t kNone = 0;
 
 using P = Participation;

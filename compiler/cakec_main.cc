@@ -172,7 +172,7 @@ int main(int argc, char** argv) {
   auto add_common = [&](CLI::App* sub, bool with_json) {
     sub->add_option("FILE", file, "Schedule in protobuf text format")->required();
     sub->add_option("--target,-t", target_name,
-                    "sm_120a | sm_121a | sm_120f | sm_90 (default: the schedule's)");
+                    "sm_120a | sm_121a | sm_120f | sm_120 | sm_90 (default: the schedule's)");
     if (with_json) {
       sub->add_option("-o,--output", output, "table (for people) or json")
           ->check(CLI::IsMember({"table", "json"}))
@@ -197,7 +197,8 @@ int main(int argc, char** argv) {
       "every shape); print the dispatcher manifest as JSON");
   portfolio_cmd->add_option("FILE", portfolio_file, "Portfolio in protobuf text format")
       ->required();
-  portfolio_cmd->add_option("--target,-t", target_name, "sm_120a | sm_121a | sm_120f | sm_90")
+  portfolio_cmd
+      ->add_option("--target,-t", target_name, "sm_120a | sm_121a | sm_120f | sm_120 | sm_90")
       ->required();
   portfolio_cmd->add_option("--store", store,
                             "Artifact store (default: $CAKE_STORE or ~/.cache/cake)");

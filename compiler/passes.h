@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "cake/ir.pb.h"
 #include "base/checked_int.h"
+#include "cake/ir.pb.h"
 #include "diagnostics.h"
 #include "graph.h"
 #include "targets.h"

@@ -14,10 +14,13 @@ constexpr absl::string_view kNoSm120Witness =
 
 // SM120/SM121: 99 KiB (101,376 B) dynamic shared per block opt-in, 64 Ki registers per SM.
 // H200 (sm_90): 227 KiB (232,448 B) per block opt-in.
-constexpr std::array<TargetInfo, 4> kTargets = {{
+constexpr std::array<TargetInfo, 5> kTargets = {{
     {ir::SM_120A, "sm_120a", "compute_120a", {8, 7}, 101376, 65536, 255, 1024, kNoSm120Witness},
     {ir::SM_121A, "sm_121a", "compute_121a", {8, 8}, 101376, 65536, 255, 1024, kNoSm120Witness},
     {ir::SM_120F, "sm_120f", "compute_120f", {8, 8}, 101376, 65536, 255, 1024, kNoSm120Witness},
+    // Plain sm_120 admits only the portable forms: a schedule with SM12x-specific ones (the
+    // block-scaled MMA) is refused naming the target, never retargeted.
+    {ir::SM_120, "sm_120", "compute_120", {8, 7}, 101376, 65536, 255, 1024, kNoSm120Witness},
     {ir::SM_90,
      "sm_90",
      "compute_90",

@@ -51,7 +51,7 @@ const TargetInfo* FindTarget(ir::Arch arch);
 // Looks up "sm_120f" etc. InvalidArgument listing the admitted targets otherwise.
 absl::StatusOr<const TargetInfo*> TargetByName(absl::string_view name);
 
-// "sm_120a, sm_121a, sm_120f, sm_90"
+// "sm_120a, sm_121a, sm_120f, sm_120, sm_90"
 std::string AdmittedTargetList();
 
 }  // namespace cake::compiler

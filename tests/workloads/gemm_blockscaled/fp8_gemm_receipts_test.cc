@@ -114,6 +114,30 @@ TEST_F(Fp8GemmReceipts, HopperEmulatesTheLegacyFormAndRefusesTheBlockScaledOne) 
   EXPECT_TRUE(named) << refused->analysis.DebugString();
 }
 
+// Plain sm_120 (no a/f suffix) has the legacy QMMA but not the block-scaled form: the schedule
+// that chose it is refused by admission with the target named, never retargeted.
+TEST_F(Fp8GemmReceipts, PlainSm120RefusesTheBlockScaledFormAndKeepsTheLegacyOne) {
+  Fp8GemmPoint scaled;
+  auto refused = Compile(scaled, "sm_120");
+  ASSERT_TRUE(refused.ok()) << refused.status();
+  EXPECT_FALSE(refused->receipt.has_value());
+  EXPECT_EQ(refused->analysis.verdict(), report::REJECTED);
+  bool named = false;
+  for (const report::Diagnostic& d : refused->analysis.diagnostics())
+    named = named || (d.id() == report::DIAG_INSTR_NOT_ADMITTED &&
+                      absl::StrCat(d.message(), d.condition(), d.evidence()).find("sm_120") !=
+                          std::string::npos);
+  EXPECT_TRUE(named) << refused->analysis.DebugString();
+
+  Fp8GemmPoint legacy;
+  legacy.form = Fp8Form::kLegacy;
+  auto r = Compile(legacy, "sm_120");
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->receipt.has_value()) << r->analysis.DebugString();
+  EXPECT_EQ(r->receipt->outcome(), report::LoweringReceipt::PASS);
+  EXPECT_GT(CountPrefix(Census(*r->receipt), "QMMA.16832.F32.E4M3.E4M3"), 0);
+}
+
 // The schedule text is data: every point parses and names its form in the description only.
 TEST(Fp8GemmSchedules, BothFormsOfEachTileForEachOperand) {
   const std::vector<Fp8GemmPoint> points = Fp8GemmPoints();
