@@ -1,6 +1,8 @@
 // cakec: the compiler's command line. Data (reports, receipts, source) to stdout; messages to
 // stderr. Exit codes: 0 verified / compiled, 1 rejected or unknown (diagnostics printed),
 // 2 usage or input error (malformed schedule, unknown target, missing toolchain).
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -8,6 +10,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "analysis.h"
 #include "artifact_store.h"
@@ -189,6 +192,12 @@ int main(int argc, char** argv) {
       app.add_subcommand("compile", "Compile with nvcc, inspect SASS, print the lowering receipt");
   add_common(compile, true);
   compile->add_option("--store", store, "Artifact store (default: $CAKE_STORE or ~/.cache/cake)");
+  int repeat = 1;
+  compile
+      ->add_option("--repeat", repeat,
+                   "Compile N times in this process and print the first call's time and the "
+                   "median of the rest (artifact-cache hits): a benchmark of the cache path")
+      ->check(CLI::Range(1, 10000));
 
   std::string portfolio_file;
   CLI::App* portfolio_cmd = app.add_subcommand(
@@ -248,10 +257,27 @@ int main(int argc, char** argv) {
   // compile
   cc::CompileOptions opts;
   opts.store_root = store;
-  auto c = cc::Compile(*parsed, *target, opts);
-  if (!c.ok()) {
-    std::cerr << "cakec: " << c.status().message() << "\n";
-    return kExitInput;
+  std::vector<double> ms;
+  absl::StatusOr<cc::CompileResult> c;
+  for (int i = 0; i < repeat; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    c = cc::Compile(*parsed, *target, opts);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                     .count());
+    if (!c.ok()) {
+      std::cerr << "cakec: " << c.status().message() << "\n";
+      return kExitInput;
+    }
+  }
+  if (repeat > 1) {
+    const bool first_hit =
+        ms.size() > 1 && c->receipt && c->receipt->cache() == report::LoweringReceipt::HIT;
+    std::vector<double> rest(ms.begin() + 1, ms.end());
+    std::nth_element(rest.begin(), rest.begin() + rest.size() / 2, rest.end());
+    std::cerr << absl::StrFormat(
+        "compile x%d: first %.2f ms, then median %.3f ms over %d calls%s\n", repeat, ms[0],
+        rest[rest.size() / 2], static_cast<int>(rest.size()),
+        first_hit ? " (artifact-cache hits)" : " (no receipt: analysis only)");
   }
   if (!c->receipt) {
     if (json) {

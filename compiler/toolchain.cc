@@ -5,7 +5,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
+
+#include <sys/stat.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -14,6 +17,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
 #include "admission.h"
 #include "base/files.h"
 #include "base/status_macros.h"
@@ -52,6 +56,31 @@ report::ToolchainIdentity Toolchain::Identity() const {
   return id;
 }
 
+namespace {
+
+// A binary's identity for the memo: path, inode, size and modification time. A binary replaced
+// in place (another inode, size or time) is probed again.
+std::string Stamp(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return absl::StrCat(path, " missing");
+  return absl::StrCat(path, " ", st.st_ino, " ", st.st_size, " ", st.st_mtim.tv_sec, ".",
+                      st.st_mtim.tv_nsec);
+}
+
+// The probed toolchains of this process, by the stamps of nvcc, ptxas and cuobjdump: each
+// `--version` runs once per binary identity, so a compile that hits the artifact cache starts
+// no subprocess.
+struct ToolchainMemo {
+  absl::Mutex mu;
+  std::map<std::string, Toolchain> probed ABSL_GUARDED_BY(mu);
+};
+ToolchainMemo& Memo() {
+  static ToolchainMemo* memo = new ToolchainMemo;
+  return *memo;
+}
+
+}  // namespace
+
 absl::StatusOr<Toolchain> DetectToolchain() {
   Toolchain tc;
   std::optional<std::string> nvcc;
@@ -71,22 +100,8 @@ absl::StatusOr<Toolchain> DetectToolchain() {
         "nvcc not found: install the CUDA 13.0 toolkit (/usr/local/cuda) or set CAKE_NVCC; "
         "`make bootstrap` checks for it");
   tc.nvcc = *nvcc;
-  auto v = base::RunSubprocess({tc.nvcc, "--version"});
-  if (!v.ok() || !v->ok())
-    return absl::FailedPreconditionError(absl::StrCat(tc.nvcc, " --version failed"));
-  std::smatch m;
-  const std::string out = v->stdout_bytes;
-  static const std::regex kRelease(R"(release (\d+)\.(\d+), (V[0-9.]+))");
-  if (!std::regex_search(out, m, kRelease))
-    return absl::FailedPreconditionError(
-        absl::StrCat(tc.nvcc, ": unrecognised --version output: ", LastLine(out)));
-  tc.cuda_major = std::stoi(m[1]);
-  tc.cuda_minor = std::stoi(m[2]);
-  tc.nvcc_version = absl::StrCat("release ", tc.cuda_major, ".", tc.cuda_minor, ", ", m[3].str());
-  tc.ptx = PtxVersionForCudaRelease(tc.cuda_major, tc.cuda_minor);
   const fs::path bin = fs::path(tc.nvcc).parent_path();
-  auto pv = base::RunSubprocess({(bin / "ptxas").string(), "--version"});
-  tc.ptxas_version = pv.ok() && pv->ok() ? LastLine(pv->stdout_bytes) : "unknown";
+  const std::string ptxas = (bin / "ptxas").string();
 
   std::optional<std::string> cuobjdump;
   if (const char* env = std::getenv("CAKE_CUOBJDUMP"); env != nullptr && *env) {
@@ -105,8 +120,32 @@ absl::StatusOr<Toolchain> DetectToolchain() {
         "cuobjdump not found: `make bootstrap` installs NVIDIA's pinned nvidia-cuda-cuobjdump "
         "wheel into .toolchain/ (or set CAKE_CUOBJDUMP)");
   tc.cuobjdump = *cuobjdump;
+
+  const std::string key =
+      absl::StrCat(Stamp(tc.nvcc), "\n", Stamp(ptxas), "\n", Stamp(tc.cuobjdump));
+  {
+    absl::MutexLock lock(&Memo().mu);
+    if (auto it = Memo().probed.find(key); it != Memo().probed.end()) return it->second;
+  }
+  auto v = base::RunSubprocess({tc.nvcc, "--version"});
+  if (!v.ok() || !v->ok())
+    return absl::FailedPreconditionError(absl::StrCat(tc.nvcc, " --version failed"));
+  std::smatch m;
+  const std::string out = v->stdout_bytes;
+  static const std::regex kRelease(R"(release (\d+)\.(\d+), (V[0-9.]+))");
+  if (!std::regex_search(out, m, kRelease))
+    return absl::FailedPreconditionError(
+        absl::StrCat(tc.nvcc, ": unrecognised --version output: ", LastLine(out)));
+  tc.cuda_major = std::stoi(m[1]);
+  tc.cuda_minor = std::stoi(m[2]);
+  tc.nvcc_version = absl::StrCat("release ", tc.cuda_major, ".", tc.cuda_minor, ", ", m[3].str());
+  tc.ptx = PtxVersionForCudaRelease(tc.cuda_major, tc.cuda_minor);
+  auto pv = base::RunSubprocess({ptxas, "--version"});
+  tc.ptxas_version = pv.ok() && pv->ok() ? LastLine(pv->stdout_bytes) : "unknown";
   auto cv = base::RunSubprocess({tc.cuobjdump, "--version"});
   tc.cuobjdump_version = cv.ok() && cv->ok() ? LastLine(cv->stdout_bytes) : "unknown";
+  absl::MutexLock lock(&Memo().mu);
+  Memo().probed[key] = tc;
   return tc;
 }
 

@@ -28,6 +28,8 @@ struct Toolchain {
 // Finds nvcc ($CAKE_NVCC, the build's configured path, then PATH) and cuobjdump ($CAKE_CUOBJDUMP,
 // the toolkit, the project's .toolchain/bin, then PATH). FailedPrecondition with one line naming
 // what is missing and how to install it.
+// The versions are probed once per process for each identity of the three binaries (path,
+// inode, size, modification time), so repeated calls start no subprocess until a binary changes.
 absl::StatusOr<Toolchain> DetectToolchain();
 
 // Flags for one target, in a fixed order (part of the artifact identity).

@@ -134,6 +134,15 @@ TEST(Cakec, CompileTwiceReportsACacheHit) {
   CliRun second = Cakec(args);
   EXPECT_EQ(second.code, 0);
   EXPECT_NE(second.out.find("\"cache\": \"HIT\""), std::string::npos);
+  // --repeat: the cache path benchmarked in one process; the receipt is the last call's.
+  std::vector<std::string> repeated = args;
+  repeated.insert(repeated.end(), {"--repeat", "4"});
+  CliRun bench = Cakec(repeated);
+  EXPECT_EQ(bench.code, 0) << bench.err;
+  EXPECT_NE(bench.err.find("compile x4: first "), std::string::npos) << bench.err;
+  EXPECT_NE(bench.err.find("over 3 calls (artifact-cache hits)"), std::string::npos) << bench.err;
+  EXPECT_NE(bench.out.find("\"cache\": \"HIT\""), std::string::npos);
+  EXPECT_EQ(Cakec({"compile", Src("examples/gemm_bf16.textproto"), "--repeat", "0"}).code, 2);
   std::filesystem::remove_all(dir);
 }
 
