@@ -217,6 +217,54 @@ absl::StatusOr<std::vector<float>> MmaReference(const MmaForm& form, const MmaOp
   return d;
 }
 
+absl::StatusOr<std::vector<float>> GemmReference(const MmaForm& form, const GemmOperands& g) {
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0)
+    return absl::InvalidArgumentError("M, N and K must be positive");
+  if (form.scale && g.k % form.group != 0)
+    return absl::InvalidArgumentError(absl::StrCat("K = ", g.k, " is not a multiple of the ",
+                                                   form.group, "-element scale group"));
+  const int64_t groups = form.scale ? g.k / form.group : 0;
+  if (absl::Status s = CheckCodes(g.a, size_t(g.m) * g.k, form.a, "A"); !s.ok()) return s;
+  if (absl::Status s = CheckCodes(g.b, size_t(g.n) * g.k, form.b, "B"); !s.ok()) return s;
+  if (form.scale) {
+    if (absl::Status s = CheckCodes(g.scale_a, size_t(g.m) * groups, *form.scale, "scale_A");
+        !s.ok())
+      return s;
+    if (absl::Status s = CheckCodes(g.scale_b, size_t(g.n) * groups, *form.scale, "scale_B");
+        !s.ok())
+      return s;
+  } else if (!g.scale_a.empty() || !g.scale_b.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(KindName(form.kind), " takes no scales"));
+  }
+  // Decoded once: K values per row of A and of B, scales folded in (exact: a power of two or a
+  // 4-bit UE4M3 significand times a narrow value stays within a double's 53 bits).
+  auto decoded = [&](const std::vector<uint32_t>& codes, const std::vector<uint32_t>& scales,
+                     NarrowFormat f, int rows) {
+    std::vector<double> v(size_t(rows) * g.k);
+    for (int r = 0; r < rows; ++r)
+      for (int kk = 0; kk < g.k; ++kk) {
+        double x = DecodeNarrow(f, codes[size_t(r) * g.k + kk]);
+        if (form.scale)
+          x *= DecodeNarrow(*form.scale, scales[size_t(r) * groups + kk / form.group]);
+        v[size_t(r) * g.k + kk] = x;
+      }
+    return v;
+  };
+  const std::vector<double> a = decoded(g.a, g.scale_a, form.a, g.m);
+  const std::vector<double> b = decoded(g.b, g.scale_b, form.b, g.n);
+  std::vector<float> c(size_t(g.m) * g.n);
+  for (int i = 0; i < g.m; ++i)
+    for (int j = 0; j < g.n; ++j) {
+      ExactSum sum;
+      bool ok = true;
+      for (int kk = 0; kk < g.k; ++kk)
+        ok = sum.Add(a[size_t(i) * g.k + kk] * b[size_t(j) * g.k + kk]) && ok;
+      if (!ok) return absl::InternalError("a product left the exact accumulator's range");
+      c[size_t(i) * g.n + j] = sum.RoundToFloat();
+    }
+  return c;
+}
+
 absl::StatusOr<std::vector<double>> Tolerance(const MmaForm& form, const MmaOperands& o) {
   if (absl::Status s = CheckOperands(form, o); !s.ok()) return s;
   std::vector<double> t(16 * 8);

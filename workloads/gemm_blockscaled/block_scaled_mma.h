@@ -61,6 +61,17 @@ absl::StatusOr<std::vector<float>> MmaReference(const MmaForm& form, const MmaOp
 // each addition: (k + 1) * 2^-23 * (|c| + sum |products|), plus the reference's own half ulp.
 absl::StatusOr<std::vector<double>> Tolerance(const MmaForm& form, const MmaOperands& operands);
 
+// The block-scaled GEMM's oracle, C[M,N] = A[M,K] (. scale_A) * B[N,K]^T (. scale_B), built on
+// the same exact sum: every element is its exact value rounded once to FP32 (a kernel's own
+// accumulation differs within Tolerance's bound per k-step MMA). A [M][K] and B [N][K] hold codes
+// of the form's formats; scales [M][K / group] and [N][K / group] (none for unscaled forms);
+// K a multiple of the group. InvalidArgument for sizes or codes that do not fit.
+struct GemmOperands {
+  int m = 0, n = 0, k = 0;
+  std::vector<uint32_t> a, b, scale_a, scale_b;
+};
+absl::StatusOr<std::vector<float>> GemmReference(const MmaForm& form, const GemmOperands& g);
+
 // The exact sum of doubles, rounded once to FP32 (nearest even; overflow to infinity; subnormal
 // results rounded at 2^-149). Exposed for tests; at most 2^20 terms.
 class ExactSum {

@@ -195,6 +195,48 @@ TEST(MmaReference, RefusesOperandsThatDoNotFitTheForm) {
   EXPECT_FALSE(std::isnan(d[1 * 8 + 5]));
 }
 
+// The GEMM oracle is the MMA model tiled: on a 16 x 8 x k problem it equals MmaReference with C
+// zero, bit for bit; on a larger fresh random problem every element equals the float of the
+// float64 sum where that sum is exact (moderate scales), and it refuses sizes that do not fit.
+TEST(GemmReference, IsTheMmaModelTiled) {
+  std::mt19937_64 rng(std::random_device{}());
+  for (const MmaForm& f : {*MakeMmaForm(MmaKind::kMxF8F6F4, F::kE4M3, F::kE5M2, F::kUE8M0, 32),
+                           *MakeMmaForm(MmaKind::kMxF4NvF4, F::kE2M1, F::kE2M1, F::kUE4M3, 16),
+                           *MakeMmaForm(MmaKind::kLegacyF8, F::kE4M3, F::kE4M3)}) {
+    SCOPED_TRACE(f.Describe());
+    MmaOperands o = RandomOperands(f, rng, 6);
+    o.c.assign(128, 0.0f);
+    GemmOperands g{16, 8, f.k, o.a, o.b, o.scale_a, o.scale_b};
+    EXPECT_EQ(*GemmReference(f, g), *MmaReference(f, o));
+  }
+  // 40 x 24 x 256 E2M1 with UE4M3 scales of 2^-3 .. 2^3: a product has at most 12 significant
+  // bits, its lowest at or above 2^-19, and a sum of 256 stays below 2^21: 40 bits, which
+  // float64 adds exactly.
+  const MmaForm fp4 = *MakeMmaForm(MmaKind::kMxF4NvF4, F::kE2M1, F::kE2M1, F::kUE4M3, 16);
+  GemmOperands g{40, 24, 256, {}, {}, {}, {}};
+  std::uniform_int_distribution<uint32_t> code(0, 15), scale(0x20, 0x50);  // UE4M3 2^-3 .. 2^3
+  for (int i = 0; i < g.m * g.k; ++i) g.a.push_back(code(rng));
+  for (int i = 0; i < g.n * g.k; ++i) g.b.push_back(code(rng));
+  for (int i = 0; i < g.m * g.k / 16; ++i) g.scale_a.push_back(scale(rng));
+  for (int i = 0; i < g.n * g.k / 16; ++i) g.scale_b.push_back(scale(rng));
+  const auto c = GemmReference(fp4, g);
+  ASSERT_TRUE(c.ok()) << c.status();
+  for (int i = 0; i < g.m; ++i)
+    for (int j = 0; j < g.n; ++j) {
+      double sum = 0;
+      for (int kk = 0; kk < g.k; ++kk)
+        sum += DecodeNarrow(F::kE2M1, g.a[i * g.k + kk]) *
+               DecodeNarrow(F::kUE4M3, g.scale_a[i * (g.k / 16) + kk / 16]) *
+               DecodeNarrow(F::kE2M1, g.b[j * g.k + kk]) *
+               DecodeNarrow(F::kUE4M3, g.scale_b[j * (g.k / 16) + kk / 16]);
+      ASSERT_EQ((*c)[i * g.n + j], static_cast<float>(sum)) << i << "," << j;
+    }
+  GemmOperands ragged = g;
+  ragged.k = 250;
+  EXPECT_NE(GemmReference(fp4, ragged).status().message().find("multiple of the 16-element"),
+            std::string::npos);
+}
+
 // The m16n8k32 8-bit fragment maps place every element of A, B and C in exactly one (lane, slot),
 // and packing fresh random codes then reading each register byte back through the map returns
 // the code it came from.
