@@ -5,6 +5,7 @@
 // refused by admission, naming the target. No SM120 execution witness: compile and SASS only.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <map>
 
@@ -92,6 +93,12 @@ TEST_F(Fp8GemmReceipts, Sm12xSassHoldsTheChosenForm) {
       EXPECT_EQ(CountPrefix(census, "HMMA"), 0);
       EXPECT_NE(receipt.witness().find("no SM120 execution witness"), std::string::npos)
           << receipt.witness();
+      // The forms side by side (ctest -V): what evidence/gemm_blockscaled/ records.
+      std::printf("| %s | %s | %d | %lld | %lld | %lld QMMA.SF...E8, %lld QMMA.16832 |\n", target,
+                  p.Describe().c_str(), receipt.resources().registers(),
+                  static_cast<long long>(receipt.resources().spill_store_bytes()),
+                  static_cast<long long>(receipt.resources().shared_dynamic_bytes()),
+                  static_cast<long long>(scaled), static_cast<long long>(legacy));
     }
 }
 
