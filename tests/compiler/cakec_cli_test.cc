@@ -97,7 +97,8 @@ TEST(Cakec, UnknownTargetListsTheAdmittedOnes) {
   CliRun r = Cakec({"analyze", Src("examples/gemm_bf16.textproto"), "--target", "sm_100a"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(
-      r.err.find("unknown target 'sm_100a'; admitted targets: sm_120a, sm_121a, sm_120f, sm_120, sm_90"),
+      r.err.find(
+          "unknown target 'sm_100a'; admitted targets: sm_120a, sm_121a, sm_120f, sm_120, sm_90"),
       std::string::npos)
       << r.err;
 }
