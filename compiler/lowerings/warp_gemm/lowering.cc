@@ -37,7 +37,7 @@ report::LaunchSpec Launch(const std::string& a, const std::string& b, const std:
 
 // The kernel of a plan: source, launch (split-K workspace, TMA maps, persistence) and forms.
 LoweredKernel LowerPlan(const WarpGemmPlan& p, const TargetInfo& target,
-                        const std::string& schedule_hash, absl::string_view version) {
+                        const std::string& schedule_hash, const std::string& version) {
   LoweredKernel k = EmitWarpGemm(p, target, schedule_hash, version);
   k.launch =
       Launch(p.a, p.b, p.c, p.m, p.n, p.k, p.tile_m, p.tile_n, p.threads, k.dynamic_shared_bytes);
@@ -79,8 +79,29 @@ absl::StatusOr<WarpGemmPlan> PlanOfWidth(const ir::Module& module, const KernelG
   return plan;
 }
 
-class WarpGemmLowering final : public Lowering {
+// Matching and lowering shared by the two widths: the plan must have `element_bytes`-wide
+// operands, and the source is headed by the lowering's own version.
+class WarpGemmOfWidth : public Lowering {
  public:
+  explicit WarpGemmOfWidth(int element_bytes) : element_bytes_(element_bytes) {}
+  absl::Status Match(const ir::Module& module, const KernelGraph& g) const final {
+    return PlanOfWidth(module, g, element_bytes_, name()).status();
+  }
+  absl::StatusOr<LoweredKernel> Lower(const ir::Module& module, const KernelGraph& g,
+                                      const TargetInfo& target,
+                                      const std::string& schedule_hash) const final {
+    auto plan = PlanOfWidth(module, g, element_bytes_, name());
+    if (!plan.ok()) return plan.status();
+    return LowerPlan(*plan, target, schedule_hash, version());
+  }
+
+ private:
+  int element_bytes_;
+};
+
+class WarpGemmLowering final : public WarpGemmOfWidth {
+ public:
+  WarpGemmLowering() : WarpGemmOfWidth(2) {}
   std::string name() const override { return "warp_gemm"; }
   std::string version() const override { return std::string(kWarpGemmLoweringVersion); }
   std::string operation() const override { return "gemm_bf16_tn"; }
@@ -92,18 +113,6 @@ class WarpGemmLowering final : public Lowering {
     std::vector<std::string> out = WarpMainloopInstructions();
     out.insert(out.end(), {"setmaxnreg.dec", "setmaxnreg.inc"});  // loader warpgroups (SM12x)
     return out;
-  }
-
-  absl::Status Match(const ir::Module& module, const KernelGraph& g) const override {
-    return PlanOfWidth(module, g, 2, name()).status();
-  }
-
-  absl::StatusOr<LoweredKernel> Lower(const ir::Module& module, const KernelGraph& g,
-                                      const TargetInfo& target,
-                                      const std::string& schedule_hash) const override {
-    auto plan = PlanOfWidth(module, g, 2, name());
-    if (!plan.ok()) return plan.status();
-    return LowerPlan(*plan, target, schedule_hash, kWarpGemmLoweringVersion);
   }
 
   // Receipts before LaunchSpec (all of warp_gemm/1) kept the tile in fields 25 (tile_m) and 26
@@ -133,8 +142,9 @@ CAKE_REGISTER_LOWERING(WarpGemmLowering);
 // moved by cp.async and read by ldmatrix .b16 as pairs of K elements, mma.sync m16n8k32 in the
 // legacy form or the block-scaled kind::mxf8f6f4 form with unit UE8M0 scales (the instruction
 // form is the schedule's decision: its MMA instruction).
-class WarpGemmFp8Lowering final : public Lowering {
+class WarpGemmFp8Lowering final : public WarpGemmOfWidth {
  public:
+  WarpGemmFp8Lowering() : WarpGemmOfWidth(1) {}
   std::string name() const override { return "warp_gemm_fp8"; }
   std::string version() const override { return std::string(kWarpGemmFp8LoweringVersion); }
   std::string operation() const override { return "gemm_blockscaled"; }
@@ -150,16 +160,6 @@ class WarpGemmFp8Lowering final : public Lowering {
             "mma.m16n8k32.e5m2.f32",
             "mma.block_scale.mxf8f6f4.m16n8k32.e4m3.ue8m0",
             "mma.block_scale.mxf8f6f4.m16n8k32.e5m2.ue8m0"};
-  }
-  absl::Status Match(const ir::Module& module, const KernelGraph& g) const override {
-    return PlanOfWidth(module, g, 1, name()).status();
-  }
-  absl::StatusOr<LoweredKernel> Lower(const ir::Module& module, const KernelGraph& g,
-                                      const TargetInfo& target,
-                                      const std::string& schedule_hash) const override {
-    auto plan = PlanOfWidth(module, g, 1, name());
-    if (!plan.ok()) return plan.status();
-    return LowerPlan(*plan, target, schedule_hash, kWarpGemmFp8LoweringVersion);
   }
 };
 
