@@ -176,27 +176,26 @@ bool Search::Step() {
   const std::string profile = ProfileOf(everything, *device);
   const auto medians = RowMedians(*candidates, profile);
   std::vector<MeasuredSchedule> measured;
+  // A candidate with row medians on this profile and a warp-tiled schedule, as a model sample
+  // (`contract_rows`: its contract's rows when another contract's, else null).
+  auto add_measured = [&](const evidence::Candidate& c, const auto& row_medians,
+                          std::shared_ptr<const std::vector<ModelRow>> contract_rows) {
+    auto m = row_medians.find(c.schedule_hash());
+    if (m == row_medians.end()) return;
+    const auto& usage = c.receipt().resources();
+    auto tile = TileOf(c.schedule_text(), usage.registers(),
+                       usage.shared_static_bytes() + usage.shared_dynamic_bytes());
+    if (tile) measured.push_back({c.schedule_hash(), *tile, m->second, std::move(contract_rows)});
+  };
   for (const ContractCandidates& o : *others) {
     auto other_rows = std::make_shared<const std::vector<ModelRow>>(RowsOf(o.contract, *w));
     const auto other_medians = RowMedians(o.candidates, profile);
-    for (const evidence::Candidate& c : o.candidates) {
-      auto m = other_medians.find(c.schedule_hash());
-      if (m == other_medians.end()) continue;
-      const auto& usage = c.receipt().resources();
-      auto tile = TileOf(c.schedule_text(), usage.registers(),
-                         usage.shared_static_bytes() + usage.shared_dynamic_bytes());
-      if (tile) measured.push_back({c.schedule_hash(), *tile, m->second, other_rows});
-    }
+    for (const evidence::Candidate& c : o.candidates) add_measured(c, other_medians, other_rows);
   }
   std::map<std::string, const evidence::Candidate*> by_id;
   for (const evidence::Candidate& c : *candidates) {
     by_id[c.id()] = &c;
-    auto m = medians.find(c.schedule_hash());
-    if (m == medians.end()) continue;
-    const auto& usage = c.receipt().resources();
-    auto tile = TileOf(c.schedule_text(), usage.registers(),
-                       usage.shared_static_bytes() + usage.shared_dynamic_bytes());
-    if (tile) measured.push_back({c.schedule_hash(), *tile, m->second, nullptr});
+    add_measured(c, medians, nullptr);
   }
   const Calibration fit = Calibrate(measured, rows, shape);
   v1::SearchCalibration* calib = report_.mutable_calibration();
