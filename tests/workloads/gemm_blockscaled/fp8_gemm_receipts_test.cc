@@ -27,6 +27,9 @@ std::map<std::string, int64_t> Census(const report::LoweringReceipt& r) {
   return out;
 }
 
+// Opcodes beginning with `prefix`. Not CountSassForm (toolchain.h): it matches a form's modifiers
+// as a subsequence, so the legacy QMMA.16832.F32.E4M3.E4M3 would also count the block-scaled
+// QMMA.SF.16832.F32.E4M3.E4M3.E8, the very difference this test checks.
 int64_t CountPrefix(const std::map<std::string, int64_t>& census, const std::string& prefix) {
   int64_t n = 0;
   for (const auto& [opcode, count] : census)
