@@ -10,6 +10,7 @@
 
 #include <sys/stat.h>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -270,6 +271,21 @@ std::map<std::string, int64_t> SassCensus(absl::string_view sass) {
   return census;
 }
 
+namespace {
+
+// Modifiers that change what an instruction computes: operand and accumulator types, block
+// scaling (SF) and sparsity (SP). An opcode carrying one that the form does not name is another
+// instruction (HMMA.16816.F32.BF16 is not the FP16 HMMA.16816.F32; QMMA.SF...E8 is not the
+// unscaled QMMA.16832...), whereas hints (LTC128B, cache policies) may be added freely.
+bool ChangesSemantics(absl::string_view modifier) {
+  static const auto* const kSemantic = new absl::flat_hash_set<absl::string_view>{
+      "SF",   "SP",   "F16", "BF16",  "F32",   "TF32", "F64", "E4M3", "E5M2", "E3M2",
+      "E2M3", "E2M1", "E8",  "UE4M3", "UE8M0", "S8",   "U8",  "S4",   "U4"};
+  return kSemantic->contains(modifier);
+}
+
+}  // namespace
+
 int64_t CountSassForm(const std::map<std::string, int64_t>& census, absl::string_view form) {
   if (form.empty()) return 0;
   std::vector<absl::string_view> want = absl::StrSplit(form, '.');
@@ -278,9 +294,14 @@ int64_t CountSassForm(const std::map<std::string, int64_t>& census, absl::string
     std::vector<absl::string_view> have = absl::StrSplit(opcode, '.');
     if (have.empty() || have[0] != want[0]) continue;
     size_t j = 1;
-    for (size_t i = 1; i < have.size() && j < want.size(); ++i)
-      if (have[i] == want[j]) ++j;
-    if (j == want.size()) total += count;
+    bool other_instruction = false;
+    for (size_t i = 1; i < have.size() && !other_instruction; ++i) {
+      if (j < want.size() && have[i] == want[j])
+        ++j;
+      else
+        other_instruction = ChangesSemantics(have[i]);
+    }
+    if (j == want.size() && !other_instruction) total += count;
   }
   return total;
 }

@@ -62,8 +62,10 @@ absl::StatusOr<std::string> DumpSass(const Toolchain& tc, const std::string& cub
 std::map<std::string, int64_t> SassCensus(absl::string_view sass);
 
 // Occurrences of a SASS form: an opcode whose first token equals the form's and which carries
-// every further modifier of the form, in order ("LDGSTS.E.BYPASS.128" matches
-// "LDGSTS.E.BYPASS.LTC128B.128").
+// every further modifier of the form, in order, adding none that changes what it computes
+// ("LDGSTS.E.BYPASS.128" matches "LDGSTS.E.BYPASS.LTC128B.128"; "HMMA.16816.F32" does not match
+// "HMMA.16816.F32.BF16", nor "QMMA.16832.F32.E4M3.E4M3" the block-scaled
+// "QMMA.SF.16832.F32.E4M3.E4M3.E8").
 int64_t CountSassForm(const std::map<std::string, int64_t>& census, absl::string_view form);
 
 // What of a toolchain log may be shown to whoever proposed the schedule: only the lines about

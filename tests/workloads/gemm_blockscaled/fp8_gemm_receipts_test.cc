@@ -27,9 +27,8 @@ std::map<std::string, int64_t> Census(const report::LoweringReceipt& r) {
   return out;
 }
 
-// Opcodes beginning with `prefix`. Not CountSassForm (toolchain.h): it matches a form's modifiers
-// as a subsequence, so the legacy QMMA.16832.F32.E4M3.E4M3 would also count the block-scaled
-// QMMA.SF.16832.F32.E4M3.E4M3.E8, the very difference this test checks.
+// Opcodes beginning with `prefix`: a count independent of the receipt's own (CountSassForm,
+// toolchain.h), which the test checks against it.
 int64_t CountPrefix(const std::map<std::string, int64_t>& census, const std::string& prefix) {
   int64_t n = 0;
   for (const auto& [opcode, count] : census)
@@ -94,6 +93,16 @@ TEST_F(Fp8GemmReceipts, Sm12xSassHoldsTheChosenForm) {
         EXPECT_EQ(scaled, 0);
       }
       EXPECT_EQ(CountPrefix(census, "HMMA"), 0);
+      // The receipt counts the selected MMA form alone: the legacy form's count never includes
+      // the block-scaled QMMA.SF, whose modifiers contain it as a subsequence.
+      int mma_forms = 0;
+      for (const report::InstructionForm& f : receipt.selected_forms()) {
+        if (!absl::StartsWith(f.expected_sass(), "QMMA")) continue;
+        ++mma_forms;
+        EXPECT_EQ(f.observed_count(), p.form == Fp8Form::kUnitScale ? scaled : legacy)
+            << f.expected_sass();
+      }
+      EXPECT_GT(mma_forms, 0);
       EXPECT_NE(receipt.witness().find("no SM120 execution witness"), std::string::npos)
           << receipt.witness();
       // The forms side by side (ctest -V): what evidence/gemm_blockscaled/ records.
