@@ -63,6 +63,22 @@ std::span<const PtxVersion> KnownPtxVersions() {
 
 std::span<const TargetInfo> AllTargets() { return kTargets; }
 
+bool RunsOn(const TargetInfo& t, int cc_major, int cc_minor) {
+  switch (t.arch) {
+    case ir::SM_90:
+      return cc_major == 9 && cc_minor == 0;
+    case ir::SM_120A:
+      return cc_major == 12 && cc_minor == 0;
+    case ir::SM_121A:
+      return cc_major == 12 && cc_minor == 1;
+    case ir::SM_120F:
+    case ir::SM_120:
+      return cc_major == 12;
+    default:
+      return false;
+  }
+}
+
 const TargetInfo* FindTarget(ir::Arch arch) {
   for (const TargetInfo& t : kTargets)
     if (t.arch == arch) return &t;

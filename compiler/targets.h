@@ -48,6 +48,11 @@ std::span<const TargetInfo> AllTargets();
 // nullptr for ARCH_UNSPECIFIED or any arch outside the table.
 const TargetInfo* FindTarget(ir::Arch arch);
 
+// Whether an object built for `t` runs on a device of compute capability major.minor: an
+// arch-specific target (sm_90, sm_120a, sm_121a) on exactly its own; a family target (sm_120f)
+// and plain sm_120 on any 12.x.
+bool RunsOn(const TargetInfo& t, int cc_major, int cc_minor);
+
 // Looks up "sm_120f" etc. InvalidArgument listing the admitted targets otherwise.
 absl::StatusOr<const TargetInfo*> TargetByName(absl::string_view name);
 

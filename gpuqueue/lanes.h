@@ -29,6 +29,7 @@ struct Device {
   std::string name;  // "0: NVIDIA H200 (9.0)"
   std::string uuid;  // "GPU-..."; CUDA_VISIBLE_DEVICES and NVML both take it ("" if unknown)
   int sm_count = 0;  // streaming multiprocessors (0 = not read)
+  int cc_major = 0, cc_minor = 0;  // compute capability (0.0 = not read)
 };
 
 class LaneWork {

@@ -113,11 +113,12 @@ absl::StatusOr<v1::SearchReport> NewSearch(const v1::StartSearchRequest& req,
                        "' gives the cost model no tiled product for "
                        "row '",
                        r.name, "': it cannot be searched"));
-  const std::optional<ExecutionDevice> device = backend.Device();
-  if (!device)
+  const absl::StatusOr<ExecutionDevice> device = backend.Device(c);
+  if (!device.ok())
     return absl::FailedPreconditionError(
-        "no execution device: a search times every proposal against the incumbent, so it needs "
-        "one (nothing was proposed or recorded)");
+        absl::StrCat(device.status().message(),
+                     ": a search times every proposal against the incumbent, so it needs an "
+                     "execution device (nothing was proposed or recorded)"));
   v1::SearchReport r;
   r.set_search_id(search_id);
   r.set_contract_id(req.contract_id());
@@ -155,8 +156,8 @@ bool Search::Step() {
   if (!contract.ok()) return fail(contract.status());
   const workloads::Workload* w = workloads::FindWorkload(contract->operation());
   if (w == nullptr) return fail(workloads::UnknownOperation(contract->operation()));
-  const std::optional<ExecutionDevice> device = backend_->Device();
-  if (!device) return fail(absl::FailedPreconditionError("the execution device is gone"));
+  const absl::StatusOr<ExecutionDevice> device = backend_->Device(*contract);
+  if (!device.ok()) return fail(device.status());
   auto candidates = backend_->Candidates(report_.contract_id());
   if (!candidates.ok()) return fail(candidates.status());
   auto incumbent = backend_->Incumbent(report_.contract_id());

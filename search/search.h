@@ -56,8 +56,9 @@ class SearchBackend {
       const std::string& operation, const std::string& except) = 0;
   // As an agent would, recorded with proposer "search".
   virtual absl::StatusOr<v1::ProposeReply> Propose(const v1::ProposeRequest& req) = 0;
-  // The device that times this contract's candidates, or nullopt (the search is refused).
-  virtual std::optional<ExecutionDevice> Device() = 0;
+  // The device that times the contract's candidates, or FailedPrecondition saying why there is
+  // none (the search is refused, nothing proposed).
+  virtual absl::StatusOr<ExecutionDevice> Device(const contract::Contract& c) = 0;
   virtual absl::Status Save(const v1::SearchReport& report) = 0;
   virtual absl::Status SaveCalibration(const v1::SearchReport& report) = 0;
   // Returns when something may have changed (an event), or after `timeout`.

@@ -8,6 +8,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "artifact_ownership.h"
 #include "base/status_macros.h"
@@ -53,7 +54,8 @@ uint64_t FreshSeed() {
 std::vector<gpuqueue::Device> DevicesOf(const worker::ProbeResult& p) {
   std::vector<gpuqueue::Device> out;
   for (const worker::DeviceIdentity& id : p.identities())
-    out.push_back({id.ordinal(), id.name(), id.uuid(), id.sm_count()});
+    out.push_back(
+        {id.ordinal(), id.name(), id.uuid(), id.sm_count(), id.cc_major(), id.cc_minor()});
   if (out.empty())
     for (int i = 0; i < p.devices_size(); ++i) out.push_back({i, p.devices(i), ""});
   return out;
@@ -152,6 +154,21 @@ absl::Status Orchestrator::Start(const std::string& boot_id) {
                                              gpuqueue::ForeignProcesses::FromNvml(), lanes);
   lanes_->Start();
   return absl::OkStatus();
+}
+
+absl::StatusOr<gpuqueue::Device> Orchestrator::ExecutionDeviceFor(
+    const contract::Contract& c) const {
+  if (!execution_device_) return absl::FailedPreconditionError(device_note_);
+  auto target = compiler::TargetByName(c.execution_target());
+  if (!target.ok()) return absl::FailedPreconditionError(target.status().message());
+  std::vector<std::string> found;
+  for (const gpuqueue::Device& d : devices_) {
+    if (compiler::RunsOn(**target, d.cc_major, d.cc_minor)) return d;
+    found.push_back(d.name);
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "no device here runs ", c.execution_target(), " (found ", absl::StrJoin(found, ", "),
+      "); compiled and receipted only: ", (*target)->witness));
 }
 
 void Orchestrator::Stop() {
@@ -429,7 +446,8 @@ absl::Status Orchestrator::OnCompiled(const ledger::Job& job, const worker::Repl
         return Advance(job.candidate_id, Step::kReceiptFailed,
                        absl::StrCat("receipt failed on ", r.target(), member(r), ": ", why));
       }
-    if (!execution_device_) return Advance(job.candidate_id, Step::kCompiled, device_note_);
+    if (auto device = ExecutionDeviceFor(c); !device.ok())
+      return Advance(job.candidate_id, Step::kCompiled, std::string(device.status().message()));
     CAKE_RETURN_IF_ERROR(
         Advance(job.candidate_id, Step::kCompiled,
                 std::string(compiler::TargetByName(c.compile_target()).value()->witness)));
@@ -713,7 +731,7 @@ absl::StatusOr<int64_t> Orchestrator::Measure(const std::string& candidate,
         absl::StrCat("candidate ", candidate, " is not eligible (state ",
                      evidence::CandidateState_Name(c.state()),
                      "): ", e.eligible() ? "it was rejected: " + c.status_note() : e.summary()));
-  if (!execution_device_) return absl::FailedPreconditionError(device_note_);
+  CAKE_RETURN_IF_ERROR(ExecutionDeviceFor(ct).status());
   CAKE_ASSIGN_OR_RETURN(std::string incumbent, ledger_->contracts().Incumbent(c.contract_id()));
   if (incumbent.empty() || incumbent == candidate)
     return absl::FailedPreconditionError(
@@ -752,7 +770,7 @@ absl::StatusOr<v1::RegressReply> Orchestrator::Regress(const std::string& contra
   if (incumbent.empty())
     return absl::FailedPreconditionError(
         absl::StrCat("contract ", contract_id, " has no incumbent yet"));
-  if (!execution_device_) return absl::FailedPreconditionError(device_note_);
+  CAKE_RETURN_IF_ERROR(ExecutionDeviceFor(c).status());
   v1::RegressReply reply;
   reply.set_incumbent(incumbent);
   // The timing half pairs the incumbent against the baseline (the contract's first candidate).

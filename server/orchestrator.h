@@ -112,6 +112,11 @@ class Orchestrator : private gpuqueue::LaneWork {
   bool has_execution_device() const { return execution_device_; }
   // The execution devices Start found (one lane each); read-only after Start.
   const std::vector<gpuqueue::Device>& devices() const { return devices_; }
+  // The first device that runs objects of the contract's execution target, or
+  // FailedPrecondition saying why none does (no device at all, or only others: "no device here
+  // runs sm_120f (found 0: NVIDIA H100 (9.0)); compiled and receipted only: no SM120 execution
+  // witness"). Nothing is validated, timed or searched for such a contract.
+  absl::StatusOr<gpuqueue::Device> ExecutionDeviceFor(const contract::Contract& c) const;
 
  private:
   // A proposal whose hypothesis failed before, citing nothing recorded since, is answered with

@@ -54,9 +54,8 @@ class Backend final : public search::SearchBackend {
   absl::StatusOr<v1::ProposeReply> Propose(const v1::ProposeRequest& req) override {
     return orch_->Propose(req, Role::kAgent, "search");
   }
-  std::optional<search::ExecutionDevice> Device() override {
-    if (!orch_->has_execution_device() || orch_->devices().empty()) return std::nullopt;
-    const gpuqueue::Device& d = orch_->devices().front();
+  absl::StatusOr<search::ExecutionDevice> Device(const contract::Contract& c) override {
+    CAKE_ASSIGN_OR_RETURN(gpuqueue::Device d, orch_->ExecutionDeviceFor(c));
     return search::ExecutionDevice{d.name, d.sm_count};
   }
   absl::Status Save(const v1::SearchReport& report) override {

@@ -406,6 +406,8 @@ worker::Reply RunProbe() {
     worker::DeviceIdentity* id = p->add_identities();
     id->set_ordinal(i);
     id->set_name(p->devices(i));
+    id->set_cc_major(major);
+    id->set_cc_minor(minor);
     CUuuid uuid;
     if ((*d)->DeviceGetUuid(&uuid, dev) == CUDA_SUCCESS) id->set_uuid(FormatGpuUuid(uuid));
     int sms = 0;

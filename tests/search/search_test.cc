@@ -246,7 +246,8 @@ class SimulatedDevice final : public search::SearchBackend {
     r.set_state(evidence::MEASURED);
     return r;
   }
-  std::optional<search::ExecutionDevice> Device() override {
+  absl::StatusOr<search::ExecutionDevice> Device(const contract::Contract&) override {
+    if (!device_note.empty()) return absl::FailedPreconditionError(device_note);
     return search::ExecutionDevice{"0: Simulated GPU (9.0)", 132};
   }
   absl::Status Save(const v1::SearchReport& report) override {
@@ -281,6 +282,7 @@ class SimulatedDevice final : public search::SearchBackend {
 
   std::vector<search::ContractCandidates> others;  // another contract's record, as given
   std::vector<std::string> proposed_labels;
+  std::string device_note;  // set: no device runs the contract's execution target
   std::vector<v1::SearchCalibration> calibrations;
   v1::SearchReport saved;
   int queue_full = 0, propose_calls = 0;
@@ -423,6 +425,31 @@ TEST(SearchLoop, ASecondContractStartsFromTheRowsTheDeviceMeasuredForTheFirst) {
   ASSERT_TRUE(c.Step());
   EXPECT_FALSE(c.report().calibration().fitted());
   EXPECT_EQ(c.report().points(0).predicted_us(), 0);
+}
+
+TEST(SearchLoop, IsRefusedWhenNoDeviceRunsTheExecutionTargetAndEndsWhenItGoes) {
+  SimulatedDevice sim(std::random_device{}());
+  sim.device_note = "no device here runs sm_120f (found 0: NVIDIA H100 (9.0))";
+  v1::StartSearchRequest req;
+  req.set_contract_id("k1");
+  req.set_budget_seconds(60);
+  auto refused = search::NewSearch(req, "s1", sim);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("no device here runs sm_120f"), std::string::npos)
+      << refused.status();
+  EXPECT_TRUE(sim.proposed_labels.empty());
+  // A search started while the device answered, then resumed where it no longer does, ends
+  // "failed" naming why, having proposed nothing.
+  sim.device_note.clear();
+  const v1::SearchReport started = Started(sim, 60, 20, 4);
+  sim.device_note = "no execution device: probe failed";
+  search::Search s(started, &sim);
+  std::atomic<bool> stop{false};
+  const v1::SearchReport r = s.Run(stop);
+  EXPECT_EQ(r.state(), "failed");
+  EXPECT_NE(r.end_reason().find("no execution device"), std::string::npos) << r.end_reason();
+  EXPECT_TRUE(sim.proposed_labels.empty());
 }
 
 TEST(SearchLoop, EndsOnItsBudget) {
