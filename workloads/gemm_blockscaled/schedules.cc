@@ -106,4 +106,25 @@ std::vector<Fp8GemmPoint> Fp8GemmPoints() {
   return out;
 }
 
+std::vector<Fp8GemmPoint> Fp8GemmGrid() {
+  // The A and B stages' bytes (rows padded by 16) under the opt-in limit, with room to spare.
+  constexpr int kSharedBytes = 99 * 1024;
+  std::vector<Fp8GemmPoint> out;
+  for (Fp8Form form : {Fp8Form::kUnitScale, Fp8Form::kLegacy})
+    for (int tile_m : {128, 64})
+      for (int tile_n : {128, 64})
+        for (int tile_k : {64, 128})
+          for (int stages : {2, 3, 4}) {
+            if ((tile_m + tile_n) * (tile_k + 16) * stages > kSharedBytes) continue;
+            Fp8GemmPoint p;
+            p.form = form;
+            p.tile_m = tile_m;
+            p.tile_n = tile_n;
+            p.tile_k = tile_k;
+            p.stages = stages;
+            out.push_back(p);
+          }
+  return out;
+}
+
 }  // namespace cake::workloads::gemm_blockscaled

@@ -28,4 +28,9 @@ std::string Fp8GemmSchedule(const Fp8GemmPoint& p);
 // Both forms of the same tiles, for each operand format: what a search explores first.
 std::vector<Fp8GemmPoint> Fp8GemmPoints();
 
+// E4M3 points of both forms over CTA tiles 64/128 x 64/128, k-tiles 64/128 and 2-4 stages on a
+// 2x2 warp grid, those whose stages fit SM12x's 99 KiB of shared memory per block: the search's
+// space beyond Fp8GemmPoints().
+std::vector<Fp8GemmPoint> Fp8GemmGrid();
+
 }  // namespace cake::workloads::gemm_blockscaled

@@ -1,0 +1,351 @@
+#include "gemm_blockscaled.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/checked_int.h"
+#include "block_scaled_mma.h"
+#include "schedules.h"
+#include "workloads/narrow_float.h"
+#include "workloads/numeric.h"
+
+namespace cake::workloads::gemm_blockscaled {
+namespace {
+
+constexpr NarrowFormat kFormat = NarrowFormat::kE4M3;
+// The exact oracle costs about 10 ns a term: problems over 2^26 multiply-adds compare sampled
+// elements.
+constexpr int64_t kFullOracleMacs = int64_t{1} << 26;
+constexpr int kSampledElements = 512;
+// As gemm_bf16: each extent at most 2^20 and each operand at most 2^32 elements.
+constexpr int64_t kMaxExtent = int64_t{1} << 20;
+constexpr int64_t kMaxOperandElements = int64_t{1} << 32;
+// K in whole groups of the block-scaled forms' scales (32 elements of K per UE8M0).
+constexpr int kKMultiple = 32;
+
+bool FiniteCode(uint32_t c) { return std::isfinite(DecodeNarrow(kFormat, c)); }
+
+std::vector<uint8_t> Codes(size_t count, std::mt19937_64& rng, bool (*accept)(uint32_t)) {
+  std::vector<uint8_t> out(count);
+  for (uint8_t& c : out) {
+    uint32_t v;
+    do v = static_cast<uint32_t>(rng() & 0xFF);
+    while (!accept(v));
+    c = static_cast<uint8_t>(v);
+  }
+  return out;
+}
+
+class GemmBlockScaled final : public Workload {
+ public:
+  std::string operation() const override { return kOperation; }
+  std::string description() const override {
+    return "C[M,N] = A[M,K] * B[N,K]^T: E4M3 inputs (legacy or unit-scale block-scaled MMA), "
+           "FP32 accumulation, BF16 output";
+  }
+
+  absl::Status CheckShape(const contract::ProblemShape& p) const override {
+    if (!p.has_gemm_blockscaled())
+      return absl::InvalidArgumentError("shape is not a gemm_blockscaled shape");
+    const BlockScaledGemmShape& s = p.gemm_blockscaled();
+    if (s.m() <= 0 || s.n() <= 0 || s.k() <= 0 || s.k() % kKMultiple != 0)
+      return absl::InvalidArgumentError(absl::StrCat("shape must be positive with K a multiple of ",
+                                                     kKMultiple, " (one scale group)"));
+    for (const auto& [name, extent] : {std::pair{"m", s.m()}, {"n", s.n()}, {"k", s.k()}})
+      if (extent > kMaxExtent)
+        return absl::InvalidArgumentError(absl::StrCat(name, " = ", extent, " is over 2^20 (",
+                                                       kMaxExtent, "), the bound of each extent"));
+    for (const auto& [name, elems] : {std::pair{"A (m x k)", base::CheckedInt(s.m()) * s.k()},
+                                      {"B (n x k)", base::CheckedInt(s.n()) * s.k()},
+                                      {"C (m x n)", base::CheckedInt(s.m()) * s.n()}})
+      if (elems.Exceeds(kMaxOperandElements))
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, " holds ", elems.ToString(), " elements, over 2^32"));
+    return absl::OkStatus();
+  }
+
+  absl::Status CheckContract(const contract::Contract& c) const override {
+    if (c.input_dtype() != "e4m3")
+      return absl::InvalidArgumentError(
+          absl::StrCat("input_dtype '", c.input_dtype(),
+                       "': this workload's schedule space reads E4M3 operands (want e4m3)"));
+    if (c.output_dtype() != "bf16") return absl::InvalidArgumentError("output_dtype must be bf16");
+    if (!c.accumulate_dtype().empty() && c.accumulate_dtype() != "f32")
+      return absl::InvalidArgumentError("accumulate_dtype must be f32");
+    if (c.tolerance().max_relative_l2() <= 0 || c.tolerance().rtol() <= 0)
+      return absl::InvalidArgumentError("contract tolerance must be positive");
+    return absl::OkStatus();
+  }
+
+  int64_t WorkUnits(const contract::ProblemShape& p) const override {
+    const BlockScaledGemmShape& s = p.gemm_blockscaled();
+    return (base::CheckedInt(s.m()) * s.n() * s.k()).value();
+  }
+  MatmulExtents Extents(const contract::ProblemShape& p) const override {
+    const BlockScaledGemmShape& s = p.gemm_blockscaled();
+    return {s.m(), s.n(), s.k()};
+  }
+  WorkModel Model(const contract::ProblemShape& p, const contract::Contract&) const override {
+    const BlockScaledGemmShape& s = p.gemm_blockscaled();
+    WorkModel w;
+    w.flops = 2.0 * s.m() * s.n() * s.k();
+    w.bytes = double(s.m()) * s.k() + double(s.n()) * s.k() + 2.0 * s.m() * s.n();
+    return w;
+  }
+  std::string ShapeText(const contract::ProblemShape& p) const override {
+    const BlockScaledGemmShape& s = p.gemm_blockscaled();
+    return absl::StrCat(s.m(), "x", s.n(), "x", s.k());
+  }
+
+  contract::ValidationPolicy DefaultPolicy() const override {
+    contract::ValidationPolicy p;
+    RequireEvidence(&p, evidence::NUMERICAL_CONTRACT);
+    RequireEvidence(&p, evidence::MUTATION_AND_LIFECYCLE);
+    RequireEvidence(&p, evidence::REPEATED_EXECUTION_DETERMINISM);
+    AddPolicyCase(&p, "tails_small", Problem(264, 200, 544), contract::UNIFORM, "boundary");
+    AddPolicyCase(&p, "extreme_magnitude", Problem(256, 192, 512), contract::EXTREME_MAGNITUDE,
+                  "adversarial");
+    AddPolicyCase(&p, "cancellation", Problem(256, 192, 512), contract::CANCELLATION,
+                  "adversarial");
+    AddPolicyCase(&p, "peaked", Problem(256, 192, 544), contract::PEAKED, "adversarial");
+    AddPolicyCase(&p, "special_values", Problem(136, 72, 288), contract::SPECIAL_VALUES,
+                  "adversarial");
+    p.set_non_finite(contract::PROPAGATE);
+    p.set_derive_boundary_cases(true);
+    return p;
+  }
+
+  std::vector<Case> DerivedCases(const Tiles& tiles) const override {
+    auto tile = [&](const char* extent) {
+      auto it = tiles.find(extent);
+      return std::max(it == tiles.end() ? 2 : it->second, 2);
+    };
+    const int tile_m = tile("M"), tile_n = tile("N");
+    std::vector<Case> out;
+    auto add = [&](const std::string& name, int m, int n, int k) {
+      Case c;
+      c.name = name;
+      c.problem = Problem(m, n, k);
+      c.role = "boundary";
+      out.push_back(c);
+    };
+    add("partial_tile_single_row", 1, tile_n + 1, 32);
+    add("partial_tile_minus_one", tile_m - 1, tile_n - 1, 96);
+    add("partial_tile_plus_one", 2 * tile_m + 1, tile_n + 1, 288);
+    return out;
+  }
+
+  std::vector<contract::ProblemShape> LifecycleShapes() const override {
+    return {Problem(256, 192, 288), Problem(392, 264, 160)};
+  }
+  contract::ProblemShape DeterminismShape() const override { return Problem(1032, 1000, 1024); }
+
+  std::vector<TensorSpec> Tensors(const contract::ProblemShape& p,
+                                  const contract::Contract&) const override {
+    const BlockScaledGemmShape& s = p.gemm_blockscaled();
+    return {{"A", size_t(s.m()) * s.k(), 1, false},
+            {"B", size_t(s.n()) * s.k(), 1, false},
+            {"C", size_t(s.m()) * s.n() * 2, 2, true}};
+  }
+  std::map<std::string, int64_t> Scalars(const contract::ProblemShape& p) const override {
+    const BlockScaledGemmShape& s = p.gemm_blockscaled();
+    return {{"M", s.m()}, {"N", s.n()}, {"K", s.k()}};
+  }
+
+  TensorBytes MakeInputs(const contract::ProblemShape& p, contract::InputDistribution dist,
+                         uint64_t seed) const override {
+    const Fp8Inputs in = gemm_blockscaled::MakeInputs(p.gemm_blockscaled(), dist, seed);
+    return {{"A", std::string(in.a.begin(), in.a.end())},
+            {"B", std::string(in.b.begin(), in.b.end())}};
+  }
+
+  void Judge(const contract::ProblemShape& p, const contract::Contract& c,
+             contract::InputDistribution, uint64_t seed, const TensorBytes& inputs,
+             const TensorBytes& outputs, int64_t unwritten, evidence::RowCheck* rc) const override {
+    const BlockScaledGemmShape& s = p.gemm_blockscaled();
+    const std::string& a = inputs.at("A");
+    const std::string& b = inputs.at("B");
+    const std::string& out = outputs.at("C");
+    const MmaForm form = *MakeMmaForm(MmaKind::kLegacyF8, kFormat, kFormat);
+    double decoded[256];
+    for (int code = 0; code < 256; ++code) decoded[code] = DecodeNarrow(kFormat, uint32_t(code));
+
+    // The elements compared: all, or a sample (with the last element) on large problems.
+    std::vector<std::pair<int, int>> elements;
+    int sampled = 0;
+    if (int64_t(s.m()) * s.n() * s.k() <= kFullOracleMacs) {
+      for (int i = 0; i < s.m(); ++i)
+        for (int j = 0; j < s.n(); ++j) elements.emplace_back(i, j);
+    } else {
+      std::mt19937_64 pick(seed ^ 0x5eed);
+      for (int e = 0; e < kSampledElements; ++e)
+        elements.emplace_back(int(pick() % uint64_t(s.m())), int(pick() % uint64_t(s.n())));
+      elements.emplace_back(s.m() - 1, s.n() - 1);
+      sampled = int(elements.size());
+    }
+    const contract::Tolerance& t = c.tolerance();
+    int64_t non_finite = 0, out_of_tolerance = 0, policy_violations = 0;
+    double max_abs = 0, err2 = 0, ref2 = 0;
+    GemmOperands one;
+    one.m = one.n = 1;
+    one.k = s.k();
+    for (const auto& [i, j] : elements) {
+      const auto* ar = reinterpret_cast<const uint8_t*>(a.data()) + size_t(i) * s.k();
+      const auto* br = reinterpret_cast<const uint8_t*>(b.data()) + size_t(j) * s.k();
+      one.a.assign(ar, ar + s.k());
+      one.b.assign(br, br + s.k());
+      double magnitude = 0;
+      for (int kk = 0; kk < s.k(); ++kk) magnitude += std::fabs(decoded[ar[kk]] * decoded[br[kk]]);
+      const auto exact = GemmReference(form, one);
+      const double ref = exact.ok() ? double((*exact)[0]) : std::nan("");
+      uint16_t bits;
+      std::memcpy(&bits, out.data() + 2 * (size_t(i) * s.n() + j), 2);
+      const double got = Bf16ToFloat(bits);
+      if (!std::isfinite(got)) ++non_finite;
+      if (std::isnan(ref) || std::isinf(ref)) {
+        const bool same = std::isnan(ref) ? std::isnan(got) : got == ref;
+        policy_violations += same ? 0 : 1;
+        continue;
+      }
+      if (!std::isfinite(got)) {
+        ++policy_violations;
+        continue;
+      }
+      const double error = std::fabs(got - ref);
+      const double bound =
+          t.atol() + t.rtol() * std::fabs(ref) + (s.k() + 1) * std::ldexp(magnitude, -23);
+      out_of_tolerance += error > bound ? 1 : 0;
+      max_abs = std::max(max_abs, error);
+      err2 += error * error;
+      ref2 += ref * ref;
+    }
+    const double rel_l2 = ref2 > 0 ? std::sqrt(err2 / ref2) : (err2 > 0 ? INFINITY : 0.0);
+    rc->set_non_finite(std::max(non_finite, unwritten));
+    rc->set_out_of_tolerance(out_of_tolerance);
+    rc->set_max_abs_error(max_abs);
+    rc->set_relative_l2_error(rel_l2);
+    rc->set_nonfinite_policy_violations(policy_violations);
+    rc->set_sampled_rows(sampled);
+    const bool passed = unwritten == 0 && policy_violations == 0 && out_of_tolerance == 0 &&
+                        rel_l2 <= t.max_relative_l2();
+    rc->set_passed(passed);
+    if (unwritten > 0)
+      rc->set_failure(absl::StrCat(unwritten, " output elements never written (poison left)"));
+    else if (policy_violations > 0)
+      rc->set_failure(absl::StrCat(policy_violations,
+                                   " outputs break the NaN policy (non-finite where the oracle is "
+                                   "finite, or finite where a NaN code must propagate)"));
+    else if (!passed)
+      rc->set_failure(
+          absl::StrFormat("%d elements out of tolerance; relative L2 error %.3g (limit %.3g)",
+                          out_of_tolerance, rel_l2, t.max_relative_l2()));
+  }
+
+  std::vector<Proposal> ScheduleSpace() const override { return Proposals(ListedPoints()); }
+  std::vector<Proposal> SearchSpace() const override {
+    std::vector<Fp8GemmPoint> points = ListedPoints();
+    for (const Fp8GemmPoint& p : Fp8GemmGrid())
+      if (std::none_of(points.begin(), points.end(),
+                       [&](const Fp8GemmPoint& q) { return q.Describe() == p.Describe(); }))
+        points.push_back(p);
+    return Proposals(points);
+  }
+
+ private:
+  static std::vector<Fp8GemmPoint> ListedPoints() {
+    std::vector<Fp8GemmPoint> out;
+    for (const Fp8GemmPoint& p : Fp8GemmPoints())
+      if (p.operand == kFormat) out.push_back(p);
+    return out;
+  }
+  static std::vector<Proposal> Proposals(const std::vector<Fp8GemmPoint>& points) {
+    std::vector<Proposal> out;
+    for (const Fp8GemmPoint& p : points) {
+      Proposal prop;
+      prop.label = p.Describe();
+      prop.schedule_text = Fp8GemmSchedule(p);
+      prop.hypothesis.add_changed_decisions(p.Describe());
+      prop.hypothesis.set_expected_effect(
+          p.form == Fp8Form::kUnitScale
+              ? absl::StrCat("the block-scaled form with unit UE8M0 scales (QMMA.SF) on tiles ",
+                             p.Describe(), ": about twice the legacy form's MMA rate on SM12x")
+              : absl::StrCat("the legacy FP8 form (QMMA.16832) on tiles ", p.Describe()));
+      prop.hypothesis.set_falsification(
+          "paired timing against the incumbent on an SM12x device is not FASTER beyond the "
+          "practical floor");
+      out.push_back(std::move(prop));
+    }
+    return out;
+  }
+};
+
+CAKE_REGISTER_WORKLOAD(GemmBlockScaled);
+
+}  // namespace
+
+contract::ProblemShape Problem(int m, int n, int k) {
+  contract::ProblemShape p;
+  BlockScaledGemmShape* s = p.mutable_gemm_blockscaled();
+  s->set_m(m);
+  s->set_n(n);
+  s->set_k(k);
+  return p;
+}
+
+Fp8Inputs MakeInputs(const BlockScaledGemmShape& s, contract::InputDistribution dist,
+                     uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const size_t m = size_t(s.m()), n = size_t(s.n()), k = size_t(s.k());
+  Fp8Inputs in;
+  switch (dist) {
+    case contract::EXTREME_MAGNITUDE: {
+      // The top binade (256..448) and the subnormals (2^-9 .. 7 * 2^-9), either sign.
+      auto extreme = +[](uint32_t c) {
+        const uint32_t magnitude = c & 0x7F;
+        return FiniteCode(c) && (magnitude >= 0x78 || (magnitude >= 0x01 && magnitude <= 0x07));
+      };
+      in.a = Codes(m * k, rng, extreme);
+      in.b = Codes(n * k, rng, extreme);
+      break;
+    }
+    case contract::CANCELLATION: {
+      in.a = Codes(m * k, rng, FiniteCode);
+      in.b = Codes(n * k, rng, FiniteCode);
+      const size_t h = k / 2;
+      for (size_t i = 0; i < m; ++i)
+        for (size_t q = 0; q < h; ++q) in.a[i * k + h + q] = in.a[i * k + q];
+      // Even output columns are exactly zero: every product appears once with each sign.
+      for (size_t j = 0; j < n; ++j)
+        for (size_t q = 0; q < h; ++q)
+          in.b[j * k + h + q] =
+              j % 2 == 0 ? static_cast<uint8_t>(in.b[j * k + q] ^ 0x80u) : in.b[j * k + q];
+      break;
+    }
+    case contract::PEAKED: {
+      // Magnitudes up to 1/16 (exponent field at most 3), one +-448 per row of A.
+      auto small = +[](uint32_t c) { return FiniteCode(c) && (c & 0x7F) < 0x20; };
+      in.a = Codes(m * k, rng, small);
+      in.b = Codes(n * k, rng, FiniteCode);
+      for (size_t i = 0; i < m; ++i) in.a[i * k + rng() % k] = rng() % 2 ? 0x7E : 0xFE;
+      break;
+    }
+    case contract::SPECIAL_VALUES: {
+      in.a = Codes(m * k, rng, FiniteCode);
+      in.b = Codes(n * k, rng, FiniteCode);
+      in.a[(rng() % m) * k + rng() % k] = 0x7F;  // NaN: its row of C must be NaN
+      in.b[(rng() % n) * k + rng() % k] = 0xFF;  // NaN: its column of C must be NaN
+      break;
+    }
+    default:
+      in.a = Codes(m * k, rng, FiniteCode);
+      in.b = Codes(n * k, rng, FiniteCode);
+  }
+  return in;
+}
+
+}  // namespace cake::workloads::gemm_blockscaled
