@@ -22,7 +22,7 @@ echo "contract gemm_blockscaled: $id" | tee "$out/gate.txt"
 "$bin/cakectl" watch --until-idle --timeout 240 >/dev/null 2>&1
 "$bin/cakectl" -o json candidates --contract "$id" >"$out/candidates.json" 2>&1
 "$bin/cakectl" -o table candidates --contract "$id" 2>&1 | tee -a "$out/gate.txt"
-cand=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); c=d.get("candidates", d); print(c[0]["candidate_id"] if isinstance(c, list) else "")' "$out/candidates.json")
+cand=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); c=d.get("candidates", d); print(c[0]["id"] if isinstance(c, list) and c else "")' "$out/candidates.json")
 { echo "== measure $cand"; "$bin/cakectl" measure "$cand" --key gate-1; echo "exit $?"
   echo "== search"; "$bin/cakectl" search --contract "$id" --budget 1m; echo "exit $?"; } 2>&1 | tee -a "$out/gate.txt"
 kill -TERM "$daemon"; wait "$daemon" 2>/dev/null
