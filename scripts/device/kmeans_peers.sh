@@ -9,6 +9,9 @@
 # mma.sync, the instruction class SM120/SM121 have) and native (the peer on Hopper's wgmma).
 # The native run covers the first NATIVE_SHAPES shapes (default 1, the paper shape), the
 # mma_sync run the first SHAPES (default all 5). Writes environment.txt and kmeans_peers_{mma_sync,native}.{txt,json} under $OUT.
+# LEGAL=DIR (a compile_space.sh output for the contract's compile target, e.g.
+# build/kmeans_space_sm120 from `scripts/compile_space.sh kmeans_assign sm_120f ...`) benches
+# only the points that compiled there too: a point that spills on sm_120f is not SM120-legal.
 set -uo pipefail
 . "$(dirname "$0")/env.sh"
 art=${KMEANS_ARTIFACTS:-build/kmeans_space/art}
@@ -18,11 +21,12 @@ export PYTHONPATH=/tmp/peer-site${PYTHONPATH:+:$PYTHONPATH}
 {
   describe_device
   python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'
-  echo "artifacts: $(ls -d "$art"/*/ | wc -l) from $art"
+  echo "artifacts: $(ls -d "$art"/*/ | wc -l) from $art${LEGAL:+, only those compiled in $LEGAL}"
 } | tee "$out/environment.txt"
 dirs=() labels=()
 while IFS=$'\t' read -r name label; do
   [ -f "$art/${name%.textproto}/kernel.cubin" ] || continue
+  [ -z "${LEGAL:-}" ] || [ -d "$LEGAL/art/${name%.textproto}" ] || continue
   dirs+=("$art/${name%.textproto}") labels+=("$label")
 done <"$art/labels.txt"
 rc=0
