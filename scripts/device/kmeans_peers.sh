@@ -10,7 +10,7 @@
 # The native run covers the first NATIVE_SHAPES shapes (default 1, the paper shape), the
 # mma_sync run the first SHAPES (default all 5). Writes environment.txt and kmeans_peers_{mma_sync,native}.{txt,json} under $OUT.
 # LEGAL=DIR (a compile_space.sh output for the contract's compile target, e.g.
-# build/kmeans_space_sm120 from `scripts/compile_space.sh kmeans_assign sm_120f ...`) benches
+# build/kmeans_space_sm120, compile_space.sh for sm_120f) benches
 # only the points that compiled there too: a point that spills on sm_120f is not SM120-legal.
 set -uo pipefail
 . "$(dirname "$0")/env.sh"

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The execution-target gate on a GPU machine, from binaries built elsewhere (carried build/device
-# and .toolchain): caked gets the bundled gemm_blockscaled contract (compiled and executed for
-# sm_120f) on a device that does not run sm_120f. Its baseline must stop at compiled, its note
-# naming the target, the device found and the missing SM120 witness; measuring it and searching
-# the contract must be refused; nothing may be validated or timed. Saves the candidate, the
-# refusals and the daemon log to $OUT.
+# and .toolchain):  scripts/device/target_gate.sh NAME
+# caked gets the bundled contract NAME (contracts/NAME.textproto, baseline examples/NAME.textproto)
+# whose execution target the machine's device does not run. Its baseline must stop at compiled,
+# its note naming the target, the device found and the missing witness; measuring it and
+# searching the contract must be refused; nothing may be validated or timed. Saves the
+# candidate, the refusals and the daemon log to $OUT.
 set -uo pipefail
+[ $# -eq 1 ] || { sed -n 2,9p "$0"; exit 2; }
+name=$1
 . "$(dirname "$0")/env.sh"
 bin=build/device/bin
 state=/tmp/caked-gate-state
@@ -15,10 +18,10 @@ export CAKE_ADDR="unix:$state/caked.sock" CAKE_TOKEN_FILE="$state/tokens/operato
 "$bin/caked" --state-dir "$state" --cpu-workers "${CPU_WORKERS:-8}" >>"$state/caked.log" 2>&1 &
 daemon=$!
 for _ in $(seq 1 200); do [ -S "$state/caked.sock" ] && [ -f "$CAKE_TOKEN_FILE" ] && break; sleep 0.1; done
-id=$("$bin/cakectl" -o json contract create contracts/gemm_blockscaled.textproto \
-  --baseline examples/gemm_blockscaled.textproto |
+id=$("$bin/cakectl" -o json contract create "contracts/$name.textproto" \
+  --baseline "examples/$name.textproto" |
   python3 -c 'import json,sys; print(json.load(sys.stdin)["contract_id"])')
-echo "contract gemm_blockscaled: $id" | tee "$out/gate.txt"
+echo "contract $name: $id" | tee "$out/gate.txt"
 "$bin/cakectl" watch --until-idle --timeout 240 >/dev/null 2>&1
 "$bin/cakectl" -o json candidates --contract "$id" >"$out/candidates.json" 2>&1
 "$bin/cakectl" -o table candidates --contract "$id" 2>&1 | tee -a "$out/gate.txt"
