@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/checked_int.h"
 
 namespace cake::workloads {
 namespace {
@@ -127,6 +128,43 @@ void AddPolicyCase(contract::ValidationPolicy* p, const std::string& name,
   *c->mutable_problem() = problem;
   c->set_inputs(dist);
   c->set_role(role);
+}
+
+absl::Status CheckMatrixExtents(int64_t m, int64_t n, int64_t k) {
+  constexpr int64_t kMaxExtent = int64_t{1} << 20;
+  constexpr int64_t kMaxOperandElements = int64_t{1} << 32;
+  for (const auto& [name, extent] : {std::pair{"m", m}, {"n", n}, {"k", k}})
+    if (extent > kMaxExtent)
+      return absl::InvalidArgumentError(absl::StrCat(name, " = ", extent, " is over 2^20 (",
+                                                     kMaxExtent, "), the bound of each extent"));
+  for (const auto& [name, elems] : {std::pair{"A (m x k)", base::CheckedInt(m) * k},
+                                    {"B (n x k)", base::CheckedInt(n) * k},
+                                    {"C (m x n)", base::CheckedInt(m) * n}})
+    if (elems.Exceeds(kMaxOperandElements))
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, " holds ", elems.ToString(), " elements, over 2^32"));
+  return absl::OkStatus();
+}
+
+std::vector<Case> MatrixTailCases(const Tiles& tiles, const std::array<int, 3>& k,
+                                  contract::ProblemShape (*problem)(int m, int n, int k)) {
+  auto tile = [&](const char* extent) {
+    auto it = tiles.find(extent);
+    return std::max(it == tiles.end() ? 2 : it->second, 2);
+  };
+  const int tile_m = tile("M"), tile_n = tile("N");
+  std::vector<Case> out;
+  auto add = [&](const std::string& name, int m, int n, int kk) {
+    Case c;
+    c.name = name;
+    c.problem = problem(m, n, kk);
+    c.role = "boundary";
+    out.push_back(c);
+  };
+  add("partial_tile_single_row", 1, tile_n + 1, k[0]);
+  add("partial_tile_minus_one", tile_m - 1, tile_n - 1, k[1]);
+  add("partial_tile_plus_one", 2 * tile_m + 1, tile_n + 1, k[2]);
+  return out;
 }
 
 void RequireEvidence(contract::ValidationPolicy* p, evidence::EvidenceKind kind) {

@@ -12,6 +12,7 @@
 // immutable and thread-safe.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -140,6 +141,15 @@ void AddPolicyCase(contract::ValidationPolicy* p, const std::string& name,
                    const contract::ProblemShape& problem, contract::InputDistribution dist,
                    const std::string& role);
 void RequireEvidence(contract::ValidationPolicy* p, evidence::EvidenceKind kind);
+// A matrix product's extents within the bounds every such workload keeps: each of m, n and k at
+// most 2^20 and each operand (m x k, n x k, m x n) at most 2^32 elements, so that no product of
+// the shape comes near 64-bit overflow; INVALID_ARGUMENT naming the extent or operand.
+absl::Status CheckMatrixExtents(int64_t m, int64_t n, int64_t k);
+// The boundary cases of a matrix product tiled tile_m x tile_n (tiles "M" and "N", at least 2):
+// one row against a partial column tile, a tile less one each way, two tiles and one more each
+// way, with K of k[0], k[1] and k[2]; `problem` makes a workload's shape of (m, n, k).
+std::vector<Case> MatrixTailCases(const Tiles& tiles, const std::array<int, 3>& k,
+                                  contract::ProblemShape (*problem)(int m, int n, int k));
 // BF16 bit patterns as a tensor's bytes, and back.
 std::string Bf16TensorBytes(const std::vector<uint16_t>& v);
 std::vector<uint16_t> Bf16FromTensorBytes(const std::string& bytes);

@@ -19,11 +19,6 @@ constexpr int kExtremeExponent = 48;
 // Rows whose oracle would take more than 2^31 multiply-adds compare sampled output rows.
 constexpr int64_t kFullOracleMacs = int64_t{1} << 31;
 constexpr int kSampledRows = 96;
-// A contract's shapes (rows and cases): each of M, N, K at most 2^20 and each operand at most
-// 2^32 elements (8 GiB of BF16), so every product of the shape is far from 64-bit overflow.
-constexpr int64_t kMaxExtent = int64_t{1} << 20;
-constexpr int64_t kMaxOperandElements = int64_t{1} << 32;
-
 std::vector<double> DecodeOutput(const std::string& raw, bool bf16_out) {
   std::vector<double> out;
   if (bf16_out) {
@@ -56,18 +51,7 @@ class GemmBf16 final : public Workload {
     const GemmShape& s = p.gemm_bf16();
     if (s.m() <= 0 || s.n() <= 0 || s.k() <= 0 || s.k() % 8 != 0)
       return absl::InvalidArgumentError("shape must be positive with K a multiple of 8");
-    for (const auto& [name, extent] : {std::pair{"m", s.m()}, {"n", s.n()}, {"k", s.k()}})
-      if (extent > kMaxExtent)
-        return absl::InvalidArgumentError(absl::StrCat(name, " = ", extent, " is over 2^20 (",
-                                                       kMaxExtent, "), the bound of each extent"));
-    // Each operand's elements, with products that cannot wrap.
-    for (const auto& [name, elems] : {std::pair{"A (m x k)", base::CheckedInt(s.m()) * s.k()},
-                                      {"B (n x k)", base::CheckedInt(s.n()) * s.k()},
-                                      {"C (m x n)", base::CheckedInt(s.m()) * s.n()}})
-      if (elems.Exceeds(kMaxOperandElements))
-        return absl::InvalidArgumentError(
-            absl::StrCat(name, " holds ", elems.ToString(), " elements, over 2^32"));
-    return absl::OkStatus();
+    return CheckMatrixExtents(s.m(), s.n(), s.k());
   }
 
   absl::Status CheckContract(const contract::Contract& c) const override {
@@ -121,23 +105,7 @@ class GemmBf16 final : public Workload {
   }
 
   std::vector<Case> DerivedCases(const Tiles& tiles) const override {
-    auto tile = [&](const char* extent) {
-      auto it = tiles.find(extent);
-      return std::max(it == tiles.end() ? 2 : it->second, 2);
-    };
-    const int tile_m = tile("M"), tile_n = tile("N");
-    std::vector<Case> out;
-    auto add = [&](const std::string& name, int m, int n, int k) {
-      Case c;
-      c.name = name;
-      c.problem = Problem(m, n, k);
-      c.role = "boundary";
-      out.push_back(c);
-    };
-    add("partial_tile_single_row", 1, tile_n + 1, 8);
-    add("partial_tile_minus_one", tile_m - 1, tile_n - 1, 72);
-    add("partial_tile_plus_one", 2 * tile_m + 1, tile_n + 1, 264);
-    return out;
+    return MatrixTailCases(tiles, {8, 72, 264}, Problem);
   }
 
   std::vector<contract::ProblemShape> LifecycleShapes() const override {

@@ -22,9 +22,6 @@ constexpr NarrowFormat kFormat = NarrowFormat::kE4M3;
 // elements.
 constexpr int64_t kFullOracleMacs = int64_t{1} << 26;
 constexpr int kSampledElements = 512;
-// As gemm_bf16: each extent at most 2^20 and each operand at most 2^32 elements.
-constexpr int64_t kMaxExtent = int64_t{1} << 20;
-constexpr int64_t kMaxOperandElements = int64_t{1} << 32;
 // K in whole groups of the block-scaled forms' scales (32 elements of K per UE8M0).
 constexpr int kKMultiple = 32;
 
@@ -56,17 +53,7 @@ class GemmBlockScaled final : public Workload {
     if (s.m() <= 0 || s.n() <= 0 || s.k() <= 0 || s.k() % kKMultiple != 0)
       return absl::InvalidArgumentError(absl::StrCat("shape must be positive with K a multiple of ",
                                                      kKMultiple, " (one scale group)"));
-    for (const auto& [name, extent] : {std::pair{"m", s.m()}, {"n", s.n()}, {"k", s.k()}})
-      if (extent > kMaxExtent)
-        return absl::InvalidArgumentError(absl::StrCat(name, " = ", extent, " is over 2^20 (",
-                                                       kMaxExtent, "), the bound of each extent"));
-    for (const auto& [name, elems] : {std::pair{"A (m x k)", base::CheckedInt(s.m()) * s.k()},
-                                      {"B (n x k)", base::CheckedInt(s.n()) * s.k()},
-                                      {"C (m x n)", base::CheckedInt(s.m()) * s.n()}})
-      if (elems.Exceeds(kMaxOperandElements))
-        return absl::InvalidArgumentError(
-            absl::StrCat(name, " holds ", elems.ToString(), " elements, over 2^32"));
-    return absl::OkStatus();
+    return CheckMatrixExtents(s.m(), s.n(), s.k());
   }
 
   absl::Status CheckContract(const contract::Contract& c) const override {
@@ -121,23 +108,7 @@ class GemmBlockScaled final : public Workload {
   }
 
   std::vector<Case> DerivedCases(const Tiles& tiles) const override {
-    auto tile = [&](const char* extent) {
-      auto it = tiles.find(extent);
-      return std::max(it == tiles.end() ? 2 : it->second, 2);
-    };
-    const int tile_m = tile("M"), tile_n = tile("N");
-    std::vector<Case> out;
-    auto add = [&](const std::string& name, int m, int n, int k) {
-      Case c;
-      c.name = name;
-      c.problem = Problem(m, n, k);
-      c.role = "boundary";
-      out.push_back(c);
-    };
-    add("partial_tile_single_row", 1, tile_n + 1, 32);
-    add("partial_tile_minus_one", tile_m - 1, tile_n - 1, 96);
-    add("partial_tile_plus_one", 2 * tile_m + 1, tile_n + 1, 288);
-    return out;
+    return MatrixTailCases(tiles, {32, 96, 288}, Problem);
   }
 
   std::vector<contract::ProblemShape> LifecycleShapes() const override {
