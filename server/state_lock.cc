@@ -5,14 +5,21 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "base/files.h"
 
 namespace cake::server {
+namespace {
+
+constexpr int kLockRetries = 60;  // 3 s
+
+}  // namespace
 
 absl::StatusOr<StateLock> StateLock::Acquire(const std::string& state_dir,
                                              const std::string& listen) {
@@ -21,7 +28,14 @@ absl::StatusOr<StateLock> StateLock::Acquire(const std::string& state_dir,
   if (fd < 0)
     return absl::FailedPreconditionError(
         absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+  // A caked killed while it forks a worker leaves the child holding the lock until its exec
+  // (the descriptor is close-on-exec): a restart right after a crash waits that out, briefly.
+  int locked = ::flock(fd, LOCK_EX | LOCK_NB);
+  for (int i = 0; locked != 0 && errno == EWOULDBLOCK && i < kLockRetries; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    locked = ::flock(fd, LOCK_EX | LOCK_NB);
+  }
+  if (locked != 0) {
     const int err = errno;
     ::close(fd);
     if (err != EWOULDBLOCK)

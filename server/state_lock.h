@@ -13,7 +13,8 @@ namespace cake::server {
 
 class StateLock {
  public:
-  // FailedPrecondition naming the owner's pid and address when another process holds the lock.
+  // FailedPrecondition naming the owner's pid and address when another process still holds the
+  // lock after 3 s (a crashed caked's child holds it until its exec).
   static absl::StatusOr<StateLock> Acquire(const std::string& state_dir, const std::string& listen);
 
   StateLock(StateLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
