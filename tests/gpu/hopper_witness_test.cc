@@ -6,7 +6,6 @@
 #include "base/digest.h"
 
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +19,7 @@
 #include "compiler/compiler.h"
 #include "gpuqueue/worker/cuda_driver.h"
 #include "gpuqueue/worker/kernel.h"
+#include "tests/gpu/sm90_driver_fixture.h"
 #include "workloads/gemm_bf16/gemm_bf16.h"
 #include "workloads/gemm_bf16/space.h"
 #include "workloads/numeric.h"
@@ -45,40 +45,12 @@ std::string ReadFile(const fs::path& p) {
   return s.str();
 }
 
-class HopperWitness : public ::testing::Test {
+class HopperWitness : public testing::Sm90DriverFixture<::testing::Test> {
  protected:
-  static void SetUpTestSuite() {
-    auto d = gpuqueue::CudaDriver::Load();
-    if (!d.ok()) {
-      skip_reason_ = std::string(d.status().message());
-      return;
-    }
-    driver_ = std::move(*d).release();
-    auto c = gpuqueue::ScopedContext::Open(*driver_, 0);
-    if (!c.ok()) {
-      skip_reason_ = std::string(c.status().message());
-      return;
-    }
-    ctx_ = std::move(*c).release();
-    if (ctx_->compute_major() != 9 || ctx_->compute_minor() != 0)
-      skip_reason_ = "the Hopper witness needs an sm_90 device; found " + ctx_->name();
-  }
+  static void SetUpTestSuite() { OpenSm90("the Hopper witness"); }
   static void TearDownTestSuite() {
-    if (const char* dir = std::getenv("CAKE_EVIDENCE_DIR"); dir != nullptr && ctx_ != nullptr) {
-      nlohmann::json doc;
-      doc["device"] = ctx_->name();
-      doc["compute_capability"] =
-          std::to_string(ctx_->compute_major()) + "." + std::to_string(ctx_->compute_minor());
-      doc["driver_version"] = driver_->driver_version;
-      doc["witness"] = "sm_90 Hopper witness of the portable subset; no SM120 execution witness";
-      doc["runs"] = evidence_;
-      std::ofstream(fs::path(dir) / "hopper_witness.json") << doc.dump(2) << "\n";
-    }
-    delete ctx_;
-    ctx_ = nullptr;
-  }
-  void SetUp() override {
-    if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
+    CloseWritingEvidence("hopper_witness.json",
+                         "sm_90 Hopper witness of the portable subset; no SM120 execution witness");
   }
 
   void RunVariant(const WarpGemmParams& params) {
@@ -203,11 +175,6 @@ class HopperWitness : public ::testing::Test {
     for (const report::Diagnostic& d : rejected->analysis.diagnostics()) diagnosed |= d.id() == id;
     EXPECT_TRUE(diagnosed) << compiler::ToJson(rejected->analysis);
   }
-
-  static inline gpuqueue::CudaDriver* driver_ = nullptr;
-  static inline gpuqueue::ScopedContext* ctx_ = nullptr;
-  static inline std::string skip_reason_;
-  static inline nlohmann::json evidence_ = nlohmann::json::array();
 };
 
 TEST_F(HopperWitness, BundledExampleBf16Out) { RunVariant(WarpGemmParams{}); }

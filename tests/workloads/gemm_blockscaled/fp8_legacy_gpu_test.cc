@@ -9,7 +9,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -23,6 +22,7 @@
 #include "compiler/targets.h"
 #include "gpuqueue/worker/cuda_driver.h"
 #include "gpuqueue/worker/kernel.h"
+#include "tests/gpu/sm90_driver_fixture.h"
 #include "workloads/gemm_blockscaled/block_scaled_mma.h"
 #include "workloads/gemm_blockscaled/schedules.h"
 #include "workloads/numeric.h"
@@ -61,46 +61,15 @@ std::vector<uint32_t> RandomCodes(NarrowFormat f, size_t count, std::mt19937_64&
   return out;
 }
 
-class Fp8LegacyWitness : public ::testing::TestWithParam<NarrowFormat> {
+class Fp8LegacyWitness : public testing::Sm90DriverFixture<::testing::TestWithParam<NarrowFormat>> {
  protected:
-  static void SetUpTestSuite() {
-    auto d = gpuqueue::CudaDriver::Load();
-    if (!d.ok()) {
-      skip_reason_ = std::string(d.status().message());
-      return;
-    }
-    driver_ = std::move(*d).release();
-    auto c = gpuqueue::ScopedContext::Open(*driver_, 0);
-    if (!c.ok()) {
-      skip_reason_ = std::string(c.status().message());
-      return;
-    }
-    ctx_ = std::move(*c).release();
-    if (ctx_->compute_major() != 9 || ctx_->compute_minor() != 0)
-      skip_reason_ = "the legacy-FP8 witness needs an sm_90 device; found " + ctx_->name();
-  }
+  static void SetUpTestSuite() { OpenSm90("the legacy-FP8 witness"); }
   static void TearDownTestSuite() {
-    if (const char* dir = std::getenv("CAKE_EVIDENCE_DIR"); dir != nullptr && ctx_ != nullptr) {
-      nlohmann::json doc;
-      doc["device"] = ctx_->name();
-      doc["driver_version"] = driver_->driver_version;
-      doc["witness"] =
-          "sm_90 numerical witness of the legacy-FP8 fragment mappings (emulated mma.sync); "
-          "no SM120 execution witness; no speed measured";
-      doc["runs"] = evidence_;
-      std::ofstream(fs::path(dir) / "fp8_legacy_witness.json") << doc.dump(2) << "\n";
-    }
-    delete ctx_;
-    ctx_ = nullptr;
+    CloseWritingEvidence(
+        "fp8_legacy_witness.json",
+        "sm_90 numerical witness of the legacy-FP8 fragment mappings (emulated mma.sync); "
+        "no SM120 execution witness; no speed measured");
   }
-  void SetUp() override {
-    if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
-  }
-
-  static inline gpuqueue::CudaDriver* driver_ = nullptr;
-  static inline gpuqueue::ScopedContext* ctx_ = nullptr;
-  static inline std::string skip_reason_;
-  static inline nlohmann::json evidence_ = nlohmann::json::array();
 };
 
 TEST_P(Fp8LegacyWitness, MatchesTheExactModelOnRandomCodes) {
