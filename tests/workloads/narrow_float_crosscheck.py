@@ -3,8 +3,8 @@
 
 Every code of E4M3 (float8_e4m3fn), E5M2, E3M2, E2M3, E2M1, UE8M0 (float8_e8m0fnu) and UE4M3 (the
 sign-free half of float8_e4m3fn) decodes to the same value (NaN to NaN); and fresh random doubles
-(a new seed each run, printed) across and beyond each format's range encode, rounding to nearest
-even without saturation, to the code ml_dtypes gives: NaN stays NaN, overflow goes to infinity or
+(a new seed each run, printed; float32-exact, as ml_dtypes rounds through float32) across and
+beyond each format's range encode, rounding to nearest even without saturation, to the code ml_dtypes gives: NaN stays NaN, overflow goes to infinity or
 NaN where the format has one. Values ml_dtypes does not define alike are left out and said so:
 NaN into FP6/FP4 (no NaN there), zero and negatives into UE8M0 (no code; ml_dtypes gives NaN),
 UE8M0's exact ties (ours go to the even code, as for every format; ml_dtypes rounds them up; PTX
@@ -58,6 +58,11 @@ def main():
         finite = theirs[np.isfinite(theirs)]
         lo, hi = np.log2(finite[finite > 0].min()), np.log2(finite.max())
         values = np.exp2(rng.uniform(lo - 4, hi + 3, 40000))
+        # ml_dtypes converts a double through float32: a double within half a float32 ulp of a
+        # tie would be rounded twice there (to the tie, then to even), so the draws are made
+        # float32-exact where float32 holds them, and both sides encode the same value once.
+        values = np.where(np.abs(values) < np.finfo(np.float32).max,
+                          values.astype(np.float32).astype(np.float64), values)
         values = np.concatenate([values, -values, [0.0, -0.0, np.inf, -np.inf, np.nan]])
         # Every value between two neighbours exactly: the ties.
         values = np.concatenate([values, (finite[:-1] + np.diff(finite) / 2)])
