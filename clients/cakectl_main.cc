@@ -26,10 +26,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "base/cli_layers.h"
 #include "cake/service.grpc.pb.h"
 #include "clients/cakectl_commands.h"
+#include "clients/cakectl_export.h"
 #include "clients/cakectl_output.h"
 #include "clients/cakectl_search.h"
 #include "clients/report.h"
@@ -444,6 +446,22 @@ int main(int argc, char** argv) {
   space_cmd->add_flag("--search", space_search,
                       "Every point the daemon's search enumerates, not the proposer's list");
 
+  auto* export_cmd = app.add_subcommand(
+      "export",
+      "Write the contract's incumbent as a folder a serving stack builds against: sources, a "
+      "cubin per target, manifest.json and the prepared launcher (ci, operator)");
+  cake::clients::ExportOptions export_options;
+  std::string export_targets;
+  export_cmd->add_option("CONTRACT", export_options.contract_id, "Contract id")->required();
+  export_cmd->add_option("--out", export_options.out, "Folder to write (replaces an earlier export)")
+      ->required();
+  export_cmd->add_option("--targets", export_targets,
+                         "Comma-separated targets, e.g. sm_120f,sm_90 (default: every target "
+                         "with an execution witness)");
+  export_cmd->add_flag("--allow-unqualified", export_options.allow_unqualified,
+                       "Also export targets with no execution witness (marked in the manifest)");
+  export_cmd->footer("Example: cakectl export gemm-1a2b3c --out gemm_export --targets sm_90");
+
   auto* completion = app.add_subcommand("completion", "Print a shell completion script");
   std::string shell = "bash";
   completion->add_option("SHELL", shell, "bash (the only one)")->check(CLI::IsMember({"bash"}));
@@ -765,6 +783,13 @@ int main(int argc, char** argv) {
     search_options.json = !table;
     return cake::clients::RunSearchCommand(
         client.operator->(), [&client] { return client.Ctx(); }, ExitFor, search_options);
+  }
+  if (export_cmd->parsed()) {
+    export_options.json = !table;
+    for (absl::string_view t : absl::StrSplit(export_targets, ',', absl::SkipEmpty()))
+      export_options.targets.emplace_back(absl::StripAsciiWhitespace(t));
+    return cake::clients::RunExportCommand(
+        client.operator->(), [&client] { return client.Ctx(); }, ExitFor, export_options);
   }
   if (agent->parsed())
     return cake::clients::RunDemoAgent(client.operator->(), ctx_for, ExitFor, contract_id, count);

@@ -97,6 +97,9 @@ class Orchestrator : private gpuqueue::LaneWork {
   absl::StatusOr<int64_t> Measure(const std::string& candidate, const std::string& key);
   absl::StatusOr<v1::RegressReply> Regress(const std::string& contract_id);
   absl::StatusOr<v1::StatusReply> Status();
+  // The incumbent as an export folder's files (server/orchestrator_export.cc): FailedPrecondition
+  // naming the contract when it has none.
+  absl::StatusOr<v1::ExportReply> Export(const v1::ExportRequest& req);
   absl::StatusOr<std::vector<ledger::Event>> Events(int64_t after, int limit);
   // Returns once an event after `after` may exist, or after `timeout`.
   void WaitForEvent(int64_t after, std::chrono::milliseconds timeout);

@@ -148,6 +148,16 @@ grpc::Status CakeServiceImpl::Regress(grpc::ServerContext* ctx, const v1::Regres
   return grpc::Status::OK;
 }
 
+grpc::Status CakeServiceImpl::Export(grpc::ServerContext* ctx, const v1::ExportRequest* req,
+                                     v1::ExportReply* reply) {
+  CAKE_AUTHORIZE(role, Role::kOperator, Role::kCi);
+  (void)role;
+  auto r = orch_->Export(*req);
+  if (!r.ok()) return ToGrpc(r.status());
+  *reply = *std::move(r);
+  return grpc::Status::OK;
+}
+
 grpc::Status CakeServiceImpl::ListEvents(grpc::ServerContext* ctx, const v1::ListEventsRequest* req,
                                          v1::ListEventsReply* reply) {
   CAKE_AUTHORIZE(role, Role::kOperator, Role::kAgent, Role::kCi);

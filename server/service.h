@@ -43,6 +43,7 @@ class CakeServiceImpl final : public v1::CakeService::Service {
   grpc::Status Measure(grpc::ServerContext*, const v1::MeasureRequest*, v1::MeasureReply*) override;
   grpc::Status Status(grpc::ServerContext*, const v1::StatusRequest*, v1::StatusReply*) override;
   grpc::Status Regress(grpc::ServerContext*, const v1::RegressRequest*, v1::RegressReply*) override;
+  grpc::Status Export(grpc::ServerContext*, const v1::ExportRequest*, v1::ExportReply*) override;
   grpc::Status ListEvents(grpc::ServerContext*, const v1::ListEventsRequest*,
                           v1::ListEventsReply*) override;
   grpc::Status Retry(grpc::ServerContext*, const v1::RetryRequest*, v1::RetryReply*) override;
