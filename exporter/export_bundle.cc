@@ -11,6 +11,7 @@
 #include "base/status_macros.h"
 #include "compiler/artifact_store.h"
 #include "compiler/parse.h"
+#include "compiler/passes.h"
 #include "compiler/portfolio.h"
 #include "compiler/targets.h"
 #include "exporter/launcher_files.h"
@@ -43,30 +44,11 @@ std::string FileName(const std::string& name, size_t index) {
 }
 
 absl::StatusOr<int> ElementBytes(ir::DType t, const std::string& tensor) {
-  switch (t) {
-    case ir::BF16:
-    case ir::F16:
-      return 2;
-    case ir::F32:
-    case ir::S32:
-    case ir::U32:
-      return 4;
-    case ir::S64:
-      return 8;
-    case ir::E4M3:
-    case ir::E5M2:
-    case ir::E3M2:
-    case ir::E2M3:
-    case ir::UE8M0:
-    case ir::UE4M3:
-    case ir::U8:
-      return 1;
-    default:
-      return absl::FailedPreconditionError(
-          absl::StrCat("tensor '", tensor, "' is ", ir::DType_Name(t),
-                       ": the launcher binds whole-byte elements only (packed FP4 is not "
-                       "exported yet)"));
-  }
+  const int bits = compiler::DTypeBits(t);
+  if (bits > 0 && bits % 8 == 0) return bits / 8;
+  return absl::FailedPreconditionError(absl::StrCat(
+      "tensor '", tensor, "' is ", ir::DType_Name(t),
+      ": the launcher binds whole-byte elements only (packed FP4/FP6 is not exported yet)"));
 }
 
 std::string WorkspaceWords(const report::LaunchSpec& launch) {
