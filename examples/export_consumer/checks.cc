@@ -3,6 +3,7 @@
 //   export_consumer_checks --refusals    a valid binding passes CheckBinding, and each kind of
 //                                        bad binding (and Bind/Run before Prepare) is refused
 //                                        with a message naming what it needed; exit 1 otherwise
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -142,12 +143,27 @@ int Refusals(const cl::OperationSpec& op) {
     expect("shape no guard admits", cl::MakePlan(op, off, &p), "the fallback");
     break;
   }
-  if (plan.workspace_bytes > 0) {
-    expect("workspace too small",
-           cl::CheckBinding(op, plan, shape, good, workspace, plan.workspace_bytes - 4), "needs");
-  } else {
-    std::printf("skipped workspace too small: this export's kernels take no workspace\n");
+  // The smallest shape each entry with a workspace is the first to admit, bound with 4 bytes
+  // too few.
+  bool any_workspace = false;
+  for (size_t i = 0; i < op.entries.size(); ++i) {
+    const cl::EntrySpec& e = op.entries[i];
+    if (std::none_of(e.args.begin(), e.args.end(),
+                     [](const cl::ArgSpec& a) { return a.kind == cl::ArgKind::kWorkspace; }))
+      continue;
+    cl::Shape small;
+    for (const cl::ScalarFact& f : e.guard) {
+      const int64_t m = f.multiple_of > 1 ? f.multiple_of : 1;
+      small[f.scalar] = (std::max<int64_t>(f.min, 1) + m - 1) / m * m;
+    }
+    int entry = -1;
+    if (!cl::Dispatch(op, small, &entry).ok() || entry != static_cast<int>(i)) continue;
+    any_workspace = true;
+    expect(("workspace too small for entry '" + e.name + "'").c_str(),
+           cl::CheckBinding(op, plan, small, Views(op, small), workspace, 4), "needs");
   }
+  if (!any_workspace)
+    std::printf("skipped workspace too small: this export's kernels take no workspace\n");
   cl::Launcher launcher(op, plan, ".");
   expect("Bind before Prepare",
          launcher.Bind(shape, good, workspace, plan.workspace_bytes, nullptr), "before Prepare");

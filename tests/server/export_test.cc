@@ -222,5 +222,68 @@ TEST_F(ExportTest, ExportsTheIncumbentAsAFolderAConsumerBuildsAgainst) {
   EXPECT_NE(python.stdout_bytes.find("Run before Prepare"), std::string::npos);
 }
 
+TEST_F(ExportTest, APortfolioExportsItsEntriesInDispatchOrderWithTheirGuardsAndWorkspace) {
+  Daemon d(state_);
+  ASSERT_TRUE(d.Start()) << d.Log();
+  const std::string contract = testing::CreateContract(d);
+  auto proposed = Cakectl(d, {"-o", "json", "propose", "--portfolio",
+                              (testing::SourceDir() / "portfolios/gemm_bf16.textproto").string(),
+                              "--contract", contract});
+  ASSERT_EQ(proposed.exit_code, 0) << proposed.stderr_bytes;
+  const size_t at = proposed.stdout_bytes.find("\"candidate_id\": \"");
+  ASSERT_NE(at, std::string::npos) << proposed.stdout_bytes;
+  const std::string portfolio =
+      proposed.stdout_bytes.substr(at + 17, proposed.stdout_bytes.find('"', at + 17) - at - 17);
+  ASSERT_TRUE(d.WaitFor(portfolio, [](const evidence::Candidate& c) {
+    return c.state() == evidence::COMPILED || c.state() == evidence::REJECTED;
+  })) << d.Log();
+  ASSERT_EQ(d.Stop(), 0);
+  {
+    auto ledger = ledger::Ledger::Open((state_ / "ledger.db").string());
+    ASSERT_TRUE(ledger.ok()) << ledger.status();
+    ASSERT_TRUE((*ledger)->contracts().SetIncumbent(contract, portfolio, "set by the test").ok());
+  }
+  ASSERT_TRUE(d.Start()) << d.Log();
+  const fs::path out = state_ / "portfolio_export";
+  auto exported = Cakectl(
+      d, {"export", contract, "--out", out.string(), "--targets", "sm_90", "--allow-unqualified"});
+  ASSERT_EQ(exported.exit_code, 0) << exported.stderr_bytes;
+  ASSERT_EQ(d.Stop(), 0);
+  exporter::Manifest m;
+  ASSERT_TRUE(
+      google::protobuf::util::JsonStringToMessage(Daemon::Read(out / "manifest.json"), &m).ok());
+  EXPECT_EQ(m.incumbent(), portfolio);
+  ASSERT_EQ(m.entries_size(), 3);
+  EXPECT_EQ(m.entries(0).name(), "full_tiles");
+  EXPECT_EQ(m.entries(1).name(), "skinny_split_k");
+  EXPECT_EQ(m.entries(2).name(), "general");
+  // A member's guard is its own facts added to the kernel's declared ones.
+  bool m_max_64 = false;
+  for (const portfolio::ScalarGuard& g : m.entries(1).guard().scalars())
+    m_max_64 |= g.scalar() == "M" && g.max() == 64;
+  EXPECT_TRUE(m_max_64) << m.entries(1).DebugString();
+  EXPECT_NE(m.entries(1).workspace_bytes(), "0") << "split-K takes a workspace";
+  EXPECT_EQ(m.entries(2).workspace_bytes(), "0");
+  for (const exporter::ExportedEntry& e : m.entries()) {
+    ASSERT_EQ(e.cubins_size(), 1);
+    EXPECT_EQ(base::Sha256Hex(Daemon::Read(out / e.cubins(0).path())), e.cubins(0).sha256());
+    EXPECT_FALSE(Daemon::Read(out / e.schedule_path()).empty()) << e.schedule_path();
+  }
+
+  const fs::path consumer = state_ / "consumer";
+  ASSERT_EQ(Run({"cmake", "-S", (testing::SourceDir() / "examples/export_consumer").string(), "-B",
+                 consumer.string(), "-DCAKE_EXPORT_DIR=" + out.string()})
+                .exit_code,
+            0);
+  ASSERT_EQ(
+      Run({"cmake", "--build", consumer.string(), "--target", "export_consumer_checks"}).exit_code,
+      0);
+  auto refusals = Run({(consumer / "export_consumer_checks").string(), "--refusals"});
+  EXPECT_EQ(refusals.exit_code, 0) << refusals.stdout_bytes;
+  EXPECT_NE(refusals.stdout_bytes.find("refused workspace too small for entry 'skinny_split_k'"),
+            std::string::npos)
+      << refusals.stdout_bytes;
+}
+
 }  // namespace
 }  // namespace cake
