@@ -3,8 +3,11 @@
 #include "cake_launcher.h"
 
 #include <cstdlib>
+#include <random>
 
 #include <gtest/gtest.h>
+
+#include "compiler/portfolio.h"
 
 namespace cl = cake_launcher;
 
@@ -178,6 +181,51 @@ TEST(Launcher, NothingLaunchesBeforePrepareAndPrepareSaysWhyItCannot) {
   EXPECT_EQ(launcher.Run().message(), "Run before Prepare");
   cl::Launcher unplanned(op, cl::Plan{}, "/nonexistent");
   EXPECT_NE(unplanned.Prepare(0).message().find("plan is empty"), std::string::npos);
+}
+
+// The exported launcher dispatches by the daemon's rule (compiler::Dispatch, under which the
+// entries were verified): random guards over random shapes pick the same entry or none.
+TEST(Launcher, DispatchAgreesWithTheDaemonsRuleOnRandomGuardsAndShapes) {
+  std::mt19937_64 rng(std::random_device{}());
+  const std::vector<std::string> names = {"M", "N", "K"};
+  int agreed_none = 0, agreed_entry = 0;
+  for (int trial = 0; trial < 2000; ++trial) {
+    cake::portfolio::DispatcherManifest manifest;
+    cl::OperationSpec op;
+    op.operation = "random";
+    op.scalars = names;
+    const int entries = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < entries; ++e) {
+      cake::portfolio::DispatcherManifest::Entry* me = manifest.add_entries();
+      cl::EntrySpec ce;
+      ce.name = me->name();
+      for (const std::string& n : names) {
+        if (rng() % 3 == 0) continue;  // not every guard names every scalar
+        cake::portfolio::ScalarGuard* g = me->mutable_guard()->add_scalars();
+        g->set_scalar(n);
+        g->set_min(static_cast<int64_t>(rng() % 64));
+        g->set_max(rng() % 2 ? 0 : g->min() + static_cast<int64_t>(rng() % 512));
+        g->set_multiple_of(static_cast<int64_t>(rng() % 5) * 8);
+        ce.guard.push_back({n, g->min(), g->max(), g->multiple_of()});
+      }
+      op.entries.push_back(ce);
+    }
+    cake::compiler::ScalarValues shape;
+    for (const std::string& n : names) shape[n] = static_cast<int64_t>(rng() % 600);
+    auto daemon = cake::compiler::Dispatch(manifest, shape);
+    int entry = -1;
+    const cl::Status launcher = cl::Dispatch(op, shape, &entry);
+    ASSERT_EQ(daemon.ok(), launcher.ok()) << trial << ": " << launcher.message();
+    if (daemon.ok()) {
+      ASSERT_EQ(*daemon, entry) << trial;
+      ++agreed_entry;
+    } else {
+      ++agreed_none;
+    }
+  }
+  // Both outcomes were drawn often enough for the agreement to mean something.
+  EXPECT_GT(agreed_entry, 200);
+  EXPECT_GT(agreed_none, 200);
 }
 
 }  // namespace
