@@ -134,10 +134,10 @@ Status CheckBinding(const OperationSpec& op, const Plan& plan, const Shape& live
       return Status::Error("scalar " + name + " = " + Str(v) + " exceeds the plan's capacity " +
                            Str(cap) + "; plan again for it");
   }
-  for (const auto& [name, view] : tensors)
+  for (const auto& bound : tensors)  // no structured binding: a C++17 lambda cannot capture one
     if (std::none_of(op.tensors.begin(), op.tensors.end(),
-                     [&](const TensorSpec& t) { return t.name == name; }))
-      return Status::Error("'" + name + "' is not a tensor of " + op.operation);
+                     [&](const TensorSpec& t) { return t.name == bound.first; }))
+      return Status::Error("'" + bound.first + "' is not a tensor of " + op.operation);
   for (const TensorSpec& t : op.tensors) {
     auto it = tensors.find(t.name);
     if (it == tensors.end()) return Status::Error("tensor '" + t.name + "' is not bound");
