@@ -44,8 +44,9 @@ Status Value(const Shape& shape, const std::string& name, const std::string& wha
   return {};
 }
 
-// Bytes of one WORKSPACE argument at `shape`: per element of rows x cols plus per box tile,
-// rounded up to a multiple of 4 and at least 4 (the daemon's worker sizes it the same way).
+}  // namespace
+
+// Per element of rows x cols plus per box tile, rounded up to a multiple of 4 and at least 4.
 Status WorkspaceArgBytes(const ArgSpec& a, const Shape& shape, uint64_t* bytes) {
   int64_t rows = 0, cols = 0;
   const std::string what = "workspace '" + a.name + "'";
@@ -57,12 +58,20 @@ Status WorkspaceArgBytes(const ArgSpec& a, const Shape& shape, uint64_t* bytes) 
       a.bytes_per_element > kMaxBytesPer || a.bytes_per_tile > kMaxBytesPer)
     return Status::Error(what + ": extents " + Str(rows) + " x " + Str(cols) +
                          " or its launch fields are out of range");
+  // rows * cols < 2^62 and tiles <= rows * cols; the products are checked against 2^62.
+  constexpr int64_t kMaxBytes = int64_t{1} << 62;
+  const int64_t cells = rows * cols;
   const int64_t tiles =
       ((rows + a.box_rows - 1) / a.box_rows) * ((cols + a.box_cols - 1) / a.box_cols);
-  const int64_t total = rows * cols * a.bytes_per_element + tiles * a.bytes_per_tile;
+  if ((a.bytes_per_element > 0 && cells > kMaxBytes / 2 / a.bytes_per_element) ||
+      (a.bytes_per_tile > 0 && tiles > kMaxBytes / 2 / a.bytes_per_tile))
+    return Status::Error(what + " would exceed 2^62 bytes");
+  const int64_t total = cells * a.bytes_per_element + tiles * a.bytes_per_tile;
   *bytes = static_cast<uint64_t>(std::max<int64_t>((total + 3) / 4 * 4, 4));
   return {};
 }
+
+namespace {
 
 // Offsets of an entry's WORKSPACE arguments inside one caller buffer, and its total.
 Status WorkspaceLayout(const EntrySpec& e, const Shape& shape, std::vector<uint64_t>* offsets,

@@ -133,6 +133,8 @@ struct Plan {
 // The first entry admitting `shape`; an error naming the missing scalar, or the fallback's fact
 // `shape` fails, when none does.
 Status Dispatch(const OperationSpec& op, const Shape& shape, int* entry);
+// Bytes of one WORKSPACE argument at `shape` (the daemon's worker sizes it the same way).
+Status WorkspaceArgBytes(const ArgSpec& a, const Shape& shape, uint64_t* bytes);
 Status MakePlan(const OperationSpec& op, const Shape& shape, Plan* plan);
 
 // ---- Binding. ----
