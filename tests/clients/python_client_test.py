@@ -112,6 +112,13 @@ class PythonClientTest(unittest.TestCase):
         self.assertIn("no execution device", s.device_note)
         self.assertIn(self.contract, [c.contract_id for c in s.contracts])
 
+    def test_export_without_an_incumbent_is_refused_naming_the_contract(self):
+        # Nothing is validated without a device: the contract has no incumbent to export.
+        with self.assertRaises(CakeError) as e:
+            self.client.export(self.contract, targets=["sm_90"])
+        self.assertEqual(e.exception.code, grpc.StatusCode.FAILED_PRECONDITION)
+        self.assertIn(f"contract {self.contract} has no incumbent", e.exception.message)
+
     def test_builder_default_is_the_bundled_schedule(self):
         # The same canonical schedule as examples/gemm_bf16.textproto: proposing it is a duplicate
         # of the baseline the contract was created with.

@@ -259,6 +259,13 @@ class Client:
     def get_search(self, search_id: str) -> service_pb2.SearchReport:
         return self._call("GetSearch", service_pb2.GetSearchRequest(search_id=search_id))
 
+    def export(self, contract_id: str, targets: Sequence[str] = (),
+               allow_unqualified: bool = False) -> service_pb2.ExportReply:
+        """The contract incumbent's export folder as files in memory (ci or operator token);
+        `cakectl export` writes the same files into a folder."""
+        return self._call("Export", service_pb2.ExportRequest(
+            contract_id=contract_id, targets=list(targets), allow_unqualified=allow_unqualified))
+
     def wait(self, candidate_id: str,
              until: Callable[[evidence_pb2.Candidate], bool] = None,
              timeout_s: float = 600.0, poll_s: float = 0.5) -> evidence_pb2.Candidate:
