@@ -13,7 +13,9 @@ namespace cake::workloads {
 float Bf16ToFloat(uint16_t b);
 uint16_t FloatToBf16(float f);  // round to nearest even; NaN stays NaN
 
-// Fresh uniform values in [lo, hi), rounded to BF16.
+// Fresh uniform values in [lo, hi), rounded to BF16: one draw of `rng` seeds them, so the
+// values are the same for the same `rng` state whatever the machine's thread count. Fills
+// large counts on up to 16 threads.
 std::vector<uint16_t> RandomBf16(size_t count, std::mt19937_64& rng, float lo = -1.f,
                                  float hi = 1.f);
 

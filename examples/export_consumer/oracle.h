@@ -1,9 +1,11 @@
-// Host-side inputs and checks of the consumer: fresh random BF16 inputs, and float64 oracles of
-// the two exported operations this example knows (gemm_bf16_tn, kmeans_assign) with the bundled
-// contracts' tolerances.
+// Host-side inputs and checks of the consumer: fresh random BF16 inputs, and a registry of
+// float64 oracles by operation. Each workload that can be exported supplies its own oracle in
+// workloads/<name>/export/consumer_oracle.cc (this example's CMakeLists.txt compiles them all),
+// so the example names no workload.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -12,6 +14,7 @@
 namespace consumer {
 
 using Shape = std::map<std::string, int64_t>;
+using Tensors = std::map<std::string, std::vector<unsigned char>>;  // name -> bytes
 
 float Bf16ToFloat(uint16_t b);
 uint16_t FloatToBf16(float f);  // round to nearest even
@@ -23,19 +26,22 @@ struct CheckResult {
   int64_t failed = 0;
   double worst = 0;  // worst error over its bound
   std::string first_failure;
+  // One comparison: error against its bound (NaN fails).
+  void Note(double error, double bound, const std::string& where);
 };
 
-// C[M,N] (BF16) against A[M,K] * B[N,K]^T in float64: |c - ref| <= 0.01 + 2^-7 |ref|; every
-// `row_step`-th row.
-CheckResult CheckGemm(const Shape& s, const std::vector<uint16_t>& a,
-                      const std::vector<uint16_t>& b, const std::vector<uint16_t>& c,
-                      int64_t row_step);
+template <typename T>
+std::vector<T> As(const std::vector<unsigned char>& bytes) {
+  std::vector<T> v(bytes.size() / sizeof(T));
+  if (!bytes.empty()) __builtin_memcpy(v.data(), bytes.data(), v.size() * sizeof(T));
+  return v;
+}
 
-// idx/dist[B,N] against X[B,N,D], C[B,K,D]: the reported centroid's distance within
-// 1e-6 + 6e-5 (|x|^2 + |c_rep|^2 + |c_min|^2) of the minimum, and dist within the same of it;
-// every `point_step`-th point.
-CheckResult CheckKMeans(const Shape& s, const std::vector<uint16_t>& x,
-                        const std::vector<uint16_t>& c, const std::vector<int32_t>& idx,
-                        const std::vector<float>& dist, int64_t point_step);
+// The outputs of `operation` at `shape` against its float64 oracle; `inputs` and `outputs` by
+// tensor name.
+using Oracle =
+    std::function<CheckResult(const Shape& shape, const Tensors& inputs, const Tensors& outputs)>;
+bool RegisterOracle(const std::string& operation, Oracle oracle);  // at static initialization
+const Oracle* FindOracle(const std::string& operation);            // nullptr when none
 
 }  // namespace consumer

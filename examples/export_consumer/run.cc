@@ -1,7 +1,9 @@
-// An exported gemm_bf16_tn or kmeans_assign run on device 0 the way a serving stack would: plan
+// An exported operation run on device 0 the way a serving stack would: plan
 // for a capacity, prepare once, bind caller-owned buffers, run.
 //   export_consumer_run EXPORT_DIR --capacity M=512,N=256,K=2048 --live M=384,N=200,K=1024
-//                       [--time M=4096,N=4096,K=4096] [--descriptor] [--reset]
+//                       [--time M=4096,N=4096,K=4096]
+//                       [--descriptor M=512,N=256,K=1024 M=256,N=256,K=2048] [--reset]
+// The oracle is the operation's own (workloads/*/export/consumer_oracle.cc, by operation name).
 // Checks (a line each, "PASS"/"FAIL"; exit 1 on any FAIL):
 //   eager       capacity and live shapes against the float64 oracle (fresh random inputs,
 //               outputs poisoned first)
@@ -123,28 +125,17 @@ std::map<std::string, std::vector<unsigned char>> Outputs(const cl::OperationSpe
   return out;
 }
 
-template <typename T>
-std::vector<T> As(const std::vector<unsigned char>& bytes) {
-  std::vector<T> v(bytes.size() / sizeof(T));
-  std::memcpy(v.data(), bytes.data(), bytes.size());
-  return v;
-}
-
 consumer::CheckResult Check(const cl::OperationSpec& op, const cl::Shape& s, Tensors& t) {
-  auto out = Outputs(op, t);
-  if (op.operation == "gemm_bf16_tn") {
-    const int64_t step = std::max<int64_t>(1, s.at("M") / 96);
-    return consumer::CheckGemm(s, As<uint16_t>(t.host["A"]), As<uint16_t>(t.host["B"]),
-                               As<uint16_t>(out["C"]), step);
+  const consumer::Oracle* oracle = consumer::FindOracle(op.operation);
+  if (oracle == nullptr) {
+    consumer::CheckResult r;
+    r.first_failure = "no oracle for " + op.operation + " (workloads/*/export/consumer_oracle.cc)";
+    return r;
   }
-  if (op.operation == "kmeans_assign") {
-    const int64_t step = std::max<int64_t>(1, s.at("N") / 256);
-    return consumer::CheckKMeans(s, As<uint16_t>(t.host["X"]), As<uint16_t>(t.host["C"]),
-                                 As<int32_t>(out["idx"]), As<float>(out["dist"]), step);
-  }
-  consumer::CheckResult r;
-  r.first_failure = "no oracle here for " + op.operation;
-  return r;
+  consumer::Tensors inputs;
+  for (const cl::TensorSpec& spec : op.tensors)
+    if (!spec.written) inputs[spec.name] = t.host[spec.name];
+  return (*oracle)(s, inputs, Outputs(op, t));
 }
 
 std::string Detail(const consumer::CheckResult& r) {
@@ -221,15 +212,16 @@ const cl::ArgSpec* FirstTensorMap(const cl::OperationSpec& op, int entry) {
 }
 
 void DescriptorTest(const cl::OperationSpec& op, const std::string& dir, cl::DescriptorReuse reuse,
-                    CUstream stream, std::mt19937_64& rng) {
+                    const cl::Shape& first, const cl::Shape& second, CUstream stream,
+                    std::mt19937_64& rng) {
   const bool full = reuse == cl::DescriptorReuse::kFull;
   const std::string name = full ? "descriptor re-encoded" : "descriptor reused by address only";
-  if (op.operation != "gemm_bf16_tn") return Report(name, false, "written for gemm_bf16_tn only");
-  // The same bytes of A in two shapes: 512 x 1024 and 256 x 2048.
-  const cl::Shape first = {{"M", 512}, {"N", 256}, {"K", 1024}};
-  const cl::Shape second = {{"M", 256}, {"N", 256}, {"K", 2048}};
+  // Two shapes in which the first TMA-mapped tensor has the same bytes: given as --descriptor
+  // FIRST SECOND (e.g. M=512,N=256,K=1024 and M=256,N=256,K=2048 for a TN GEMM's A).
+  cl::Shape capacity = first;
+  for (const auto& [k, v] : second) capacity[k] = std::max(capacity[k], v);
   cl::Plan plan;
-  cl::Status st = cl::MakePlan(op, {{"M", 512}, {"N", 256}, {"K", 2048}}, &plan);
+  cl::Status st = cl::MakePlan(op, capacity, &plan);
   if (!st.ok()) return Report(name, false, st.message());
   cl::Launcher l(op, plan, dir, reuse);
   if (st = l.Prepare(0); !st.ok()) return Report(name, false, st.message());
@@ -243,6 +235,8 @@ void DescriptorTest(const cl::OperationSpec& op, const std::string& dir, cl::Des
   Free(a);
   Tensors b = Make(op, second, rng);
   const bool same_address = b.device[map->name] == old_address;
+  if (a.host.at(map->name).size() != b.host.at(map->name).size())
+    return Report(name, false, "the two shapes give '" + map->name + "' different sizes");
   Poison(op, b);
   st = BindAndRun(l, second, b, w, stream);
   if (!st.ok()) return Report(name, false, st.message());
@@ -303,12 +297,12 @@ int main(int argc, char** argv) {
   if (argc < 2 || std::string(argv[1]).rfind("--", 0) == 0) {
     std::fprintf(stderr,
                  "usage: %s EXPORT_DIR --capacity K=V,... --live K=V,... [--time K=V,...] "
-                 "[--descriptor] [--reset]\n",
+                 "[--descriptor FIRST SECOND] [--reset]\n",
                  argv[0]);
     return 2;
   }
   const std::string dir = argv[1];
-  cl::Shape capacity, live, timed;
+  cl::Shape capacity, live, timed, descriptor_first, descriptor_second;
   bool descriptor = false, reset = false;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
@@ -363,8 +357,10 @@ int main(int argc, char** argv) {
     if (w.ptr) cuMemFree(w.ptr);
   }
   if (descriptor) {
-    DescriptorTest(op, dir, cl::DescriptorReuse::kFull, stream, rng);
-    DescriptorTest(op, dir, cl::DescriptorReuse::kAddressOnly, stream, rng);
+    DescriptorTest(op, dir, cl::DescriptorReuse::kFull, descriptor_first, descriptor_second, stream,
+                   rng);
+    DescriptorTest(op, dir, cl::DescriptorReuse::kAddressOnly, descriptor_first, descriptor_second,
+                   stream, rng);
   }
   if (!timed.empty()) Time(op, dir, timed, stream, rng);
   if (reset) {
@@ -380,7 +376,7 @@ int main(int argc, char** argv) {
     } else {
       CU(cuStreamDestroy(stream));
       CU(cuDevicePrimaryCtxReset(dev));  // every module and buffer of the context is gone
-      cuCtxSetCurrent(ctx);               // may fail: the launcher must refuse either way
+      cuCtxSetCurrent(ctx);              // may fail: the launcher must refuse either way
       st = l.Run();
       Report("reset", !st.ok() && st.message().find("reset") != std::string::npos,
              st.ok() ? "Run launched into a reset context" : "Run refused: " + st.message());

@@ -49,8 +49,7 @@ TEST(CaseCatalogue, RowsThenPolicyCasesThenPartialTilesDerivedFromTheTile) {
   EXPECT_EQ(plus_one.problem.gemm_bf16().m(), 2 * 128 + 1);
   EXPECT_EQ(plus_one.problem.gemm_bf16().n(), 64 + 1);
   // Instrumented runs get the small cases only.
-  for (const Case& g :
-       workloads::SmallCases(c, Gemm(), {{"M", 128}, {"N", 64}}, int64_t{16} << 20))
+  for (const Case& g : workloads::SmallCases(c, Gemm(), {{"M", 128}, {"N", 64}}, int64_t{16} << 20))
     EXPECT_LE(Gemm().WorkUnits(g.problem), int64_t{16} << 20) << g.name;
 }
 
@@ -60,7 +59,8 @@ TEST(CaseInputs, EveryDistributionIsFreshNonZeroAndHasItsProperty) {
   const auto u1 = workloads::gemm_bf16::MakeInputs(s, contract::UNIFORM, seed);
   const auto u2 = workloads::gemm_bf16::MakeInputs(s, contract::UNIFORM, seed + 1);
   EXPECT_NE(u1.a, u2.a) << "a new seed draws new inputs";
-  EXPECT_EQ(u1.a, workloads::gemm_bf16::MakeInputs(s, contract::UNIFORM, seed).a) << "a seed replays";
+  EXPECT_EQ(u1.a, workloads::gemm_bf16::MakeInputs(s, contract::UNIFORM, seed).a)
+      << "a seed replays";
   int zeros = 0;
   for (uint16_t v : u1.a) zeros += v == 0 || v == 0x8000;
   EXPECT_LT(zeros, 5) << "never test on zeros";
@@ -98,7 +98,8 @@ TEST(CaseInputs, EveryDistributionIsFreshNonZeroAndHasItsProperty) {
   double biggest = 0;
   for (uint16_t v : ex.a) biggest = std::max(biggest, double(std::fabs(workloads::Bf16ToFloat(v))));
   EXPECT_GT(biggest, std::ldexp(1.0, 46));
-  EXPECT_EQ(workloads::gemm_bf16::AbsoluteToleranceScale(contract::EXTREME_MAGNITUDE), std::ldexp(1.0, 96));
+  EXPECT_EQ(workloads::gemm_bf16::AbsoluteToleranceScale(contract::EXTREME_MAGNITUDE),
+            std::ldexp(1.0, 96));
 
   // Peaked: one +-1024 per row of A.
   const auto pk = workloads::gemm_bf16::MakeInputs(s, contract::PEAKED, seed);
@@ -149,8 +150,8 @@ TEST(Fingerprint, TwinsAgreeCorrectOutputsPassAndStaleOnesFail) {
     for (int p = 0; p < 4; ++p) EXPECT_LE(std::fabs(obs[p] - oracle[p]), tol);
     // The output of other inputs (a stale result) fails at least one projection.
     auto a2 = workloads::RandomBf16(a.size(), rng);
-    const auto stale =
-        workloads::gemm_bf16::OutputFingerprint(workloads::gemm_bf16::ReferenceGemm(a2, b, m, n, k), m, n, su, sv);
+    const auto stale = workloads::gemm_bf16::OutputFingerprint(
+        workloads::gemm_bf16::ReferenceGemm(a2, b, m, n, k), m, n, su, sv);
     bool caught = false;
     for (int p = 0; p < 4; ++p) caught |= std::fabs(stale[p] - oracle[p]) > tol;
     stale_caught += caught;
@@ -171,6 +172,45 @@ TEST(Fill, HostTwinIsUniformInRangeAndSeeded) {
   EXPECT_NEAR(sum / n, 0, 0.01);
   EXPECT_NEAR(sum2 / n, 1.0 / 3, 0.01);
   EXPECT_NE(workloads::UniformBf16At(seed, 7), workloads::UniformBf16At(seed + 1, 7));
+}
+
+// The validation inputs' generator: the same rng state gives the same values (filled in chunks on
+// several threads), uniform over [lo, hi) in every chunk, chunk boundaries included, and the rng
+// moves on by one draw.
+TEST(RandomBf16, SeededUniformAndTheSameWhateverTheThreads) {
+  const uint64_t seed = Fresh();
+  const size_t n = (size_t{5} << 20) + 3;  // five full chunks and a short one
+  std::mt19937_64 a(seed), b(seed);
+  const std::vector<uint16_t> x = workloads::RandomBf16(n, a, -2.f, 6.f);
+  const std::vector<uint16_t> y = workloads::RandomBf16(n, b, -2.f, 6.f);
+  ASSERT_EQ(x, y);
+  EXPECT_EQ(a(), b());
+  std::mt19937_64 c(seed + 1);
+  EXPECT_NE(workloads::RandomBf16(n, c, -2.f, 6.f), x);
+  std::mt19937_64 d(seed);
+  const std::vector<uint16_t> next =
+      (workloads::RandomBf16(16, d, -2.f, 6.f), workloads::RandomBf16(16, d, -2.f, 6.f));
+  EXPECT_NE(next, std::vector<uint16_t>(x.begin(), x.begin() + 16)) << "the rng moved on";
+  for (size_t chunk = 0; chunk < 6; ++chunk) {
+    const size_t begin = chunk << 20, end = std::min(n, (chunk + 1) << 20);
+    double sum = 0, sum2 = 0;
+    int64_t low = 0;
+    for (size_t i = begin; i < end; ++i) {
+      const double v = workloads::Bf16ToFloat(x[i]);
+      ASSERT_GE(v, -2.0);
+      ASSERT_LE(v, 6.0);
+      sum += v, sum2 += v * v;
+      low += v < 0;
+    }
+    const double m = double(end - begin);
+    if (m < 1000) continue;
+    EXPECT_NEAR(sum / m, 2.0, 0.01) << chunk;
+    EXPECT_NEAR(sum2 / m - (sum / m) * (sum / m), 64.0 / 12, 0.02) << chunk;
+    EXPECT_NEAR(double(low) / m, 0.25, 0.002) << chunk;
+  }
+  // Neighbouring chunks are not copies of each other.
+  EXPECT_NE(std::vector<uint16_t>(x.begin(), x.begin() + 64),
+            std::vector<uint16_t>(x.begin() + (1 << 20), x.begin() + (1 << 20) + 64));
 }
 
 }  // namespace
