@@ -172,6 +172,7 @@ class Launcher {
   Status Prepare(int device);
   // Everything of one launch: the live shape (within the plan's capacity), the tensors by
   // name, the workspace (at least the plan's workspace_bytes when it needs one) and the stream.
+  // Makes the device's primary context current on the calling thread (Run launches into it).
   Status Bind(const Shape& live, const std::map<std::string, TensorView>& tensors,
               CUdeviceptr workspace, uint64_t workspace_bytes, CUstream stream);
   // Launches what Bind encoded. An error, never a launch, before Prepare and Bind or after the
