@@ -318,11 +318,11 @@ Status Launcher::Prepare(int device) {
   driver->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
   driver->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
   driver->DeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
-  // sm_XY runs on exactly X.Y; a family target sm_XYf on X.Y and later minors of X.
+  // sm_XY and sm_XYa run on exactly X.Y; a family target sm_XYf on X.Y and later minors of X.
   std::string target;
   const std::string exact = "sm_" + Str(major) + Str(minor);
   for (const auto& [t, file] : op_.entries.front().cubin_files) {
-    if (t == exact) target = t;
+    if (t == exact || t == exact + "a") target = t;
     if (target.empty() && t.size() > 4 && t.back() == 'f' && t.compare(0, 3, "sm_") == 0) {
       const int v = std::atoi(t.substr(3, t.size() - 4).c_str());
       if (v / 10 == major && v % 10 <= minor) target = t;
