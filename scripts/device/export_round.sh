@@ -38,7 +38,7 @@ for round in "${rounds[@]}"; do
   ) >>"$state/contracts.txt"
 done
 cat "$state/contracts.txt" | tee -a "$log"
-"$bin/cakectl" watch --until-idle --timeout 300 >/dev/null 2>&1
+"$bin/cakectl" watch --until-idle --timeout "${WAIT_BASELINES:-300}" >/dev/null 2>&1
 for round in "${rounds[@]}"; do
   (
     . "$round"
@@ -47,7 +47,7 @@ for round in "${rounds[@]}"; do
       --key "export-$CONTRACT"
   ) >>"$log" 2>&1
 done
-"$bin/cakectl" watch --until-idle --timeout 300 >/dev/null 2>&1
+"$bin/cakectl" watch --until-idle --timeout "${WAIT_CHALLENGERS:-300}" >/dev/null 2>&1
 "$bin/cakectl" -o table status 2>&1 | tee -a "$log"
 for round in "${rounds[@]}"; do
   (
