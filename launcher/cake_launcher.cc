@@ -46,6 +46,26 @@ Status Value(const Shape& shape, const std::string& name, const std::string& wha
 
 }  // namespace
 
+Status LaunchGrid(const EntrySpec& e, const Shape& shape, int64_t resident_ctas, unsigned grid[3]) {
+  for (int d = 0; d < 3; ++d) {
+    const GridDimSpec& g = e.grid[d];
+    if (g.extent.empty()) {
+      grid[d] = static_cast<unsigned>(std::max(g.count, 1));
+      continue;
+    }
+    int64_t v = 0;
+    if (Status s = Value(shape, g.extent, "grid", &v); !s.ok()) return s;
+    const int64_t div = std::max(g.divisor, 1);
+    grid[d] = static_cast<unsigned>(std::max<int64_t>((v + div - 1) / div, 1));
+  }
+  if (e.persistent) {  // the grid counted tiles; the CTAs walk them
+    const int64_t tiles = int64_t{grid[0]} * grid[1] * grid[2];
+    grid[0] = static_cast<unsigned>(std::max<int64_t>(std::min(tiles, resident_ctas), 1));
+    grid[1] = grid[2] = 1;
+  }
+  return {};
+}
+
 // Per element of rows x cols plus per box tile, rounded up to a multiple of 4 and at least 4.
 Status WorkspaceArgBytes(const ArgSpec& a, const Shape& shape, uint64_t* bytes) {
   int64_t rows = 0, cols = 0;
@@ -516,23 +536,7 @@ Status Launcher::Bind(const Shape& live, const std::map<std::string, TensorView>
     workspace_buffer_id_ = id;
     workspace_extents_ = ws_extents;
   }
-  for (int d = 0; d < 3; ++d) {
-    const GridDimSpec& g = e.grid[d];
-    if (g.extent.empty()) {
-      grid_[d] = static_cast<unsigned>(std::max(g.count, 1));
-      continue;
-    }
-    int64_t v = 0;
-    if (Status s = Value(live, g.extent, "grid", &v); !s.ok()) return s;
-    const int64_t div = std::max(g.divisor, 1);
-    grid_[d] = static_cast<unsigned>(std::max<int64_t>((v + div - 1) / div, 1));
-  }
-  if (e.persistent) {
-    const int64_t tiles = int64_t{grid_[0]} * grid_[1] * grid_[2];
-    grid_[0] =
-        static_cast<unsigned>(std::max<int64_t>(std::min(tiles, loaded_[entry]->resident_ctas), 1));
-    grid_[1] = grid_[2] = 1;
-  }
+  if (Status st = LaunchGrid(e, live, loaded_[entry]->resident_ctas, grid_); !st.ok()) return st;
   stream_ = stream;
   bound_entry_ = entry;
   return {};

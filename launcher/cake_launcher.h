@@ -133,6 +133,10 @@ struct Plan {
 // The first entry admitting `shape`; an error naming the missing scalar, or the fallback's fact
 // `shape` fails, when none does.
 Status Dispatch(const OperationSpec& op, const Shape& shape, int* entry);
+// The CTAs of entry `e`'s launch at `shape` (the daemon's worker computes them the same way): each
+// dimension ceil(value(extent) / divisor) or its count; a persistent launch starts
+// min(tiles, resident_ctas) CTAs along x.
+Status LaunchGrid(const EntrySpec& e, const Shape& shape, int64_t resident_ctas, unsigned grid[3]);
 // Bytes of one WORKSPACE argument at `shape` (the daemon's worker sizes it the same way).
 Status WorkspaceArgBytes(const ArgSpec& a, const Shape& shape, uint64_t* bytes);
 Status MakePlan(const OperationSpec& op, const Shape& shape, Plan* plan);

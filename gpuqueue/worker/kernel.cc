@@ -1,8 +1,8 @@
 #include "kernel.h"
 
-#include <vector>
-
 #include <algorithm>
+#include <array>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -238,6 +238,32 @@ absl::StatusOr<size_t> WorkspaceBytes(const report::LaunchSpec::Arg& a, const Ke
   return static_cast<size_t>(rounded);
 }
 
+absl::StatusOr<std::array<unsigned, 3>> LaunchGrid(const report::LaunchSpec& launch,
+                                                   const std::map<std::string, int64_t>& scalars,
+                                                   int64_t resident_ctas) {
+  std::array<unsigned, 3> grid = {1, 1, 1};
+  const report::LaunchSpec::GridDim* dims[3] = {&launch.grid_x(), &launch.grid_y(),
+                                                &launch.grid_z()};
+  for (int i = 0; i < 3; ++i) {
+    if (dims[i]->extent().empty()) {
+      grid[i] = static_cast<unsigned>(std::max(dims[i]->count(), 1));
+      continue;
+    }
+    auto it = scalars.find(dims[i]->extent());
+    if (it == scalars.end())
+      return absl::InvalidArgumentError(
+          absl::StrCat("grid needs scalar '", dims[i]->extent(), "'"));
+    const int64_t div = std::max<int64_t>(dims[i]->divisor(), 1);
+    grid[i] = static_cast<unsigned>(std::max<int64_t>((it->second + div - 1) / div, 1));
+  }
+  if (launch.persistent()) {  // the grid counted tiles; the CTAs walk them
+    const int64_t tiles = int64_t{grid[0]} * grid[1] * grid[2];
+    grid[0] = static_cast<unsigned>(std::max<int64_t>(std::min(tiles, resident_ctas), 1));
+    grid[1] = grid[2] = 1;
+  }
+  return grid;
+}
+
 absl::StatusOr<CUdeviceptr> Kernel::Workspace(const Entry& e, const report::LaunchSpec::Arg& a,
                                               const KernelArgs& args, CUstream stream) const {
   auto bytes = WorkspaceBytes(a, args);
@@ -317,27 +343,9 @@ absl::Status Kernel::LaunchEntry(CUstream stream, const KernelArgs& args, int en
       params.push_back(&scalars.back());
     }
   }
-  unsigned grid[3] = {1, 1, 1};
-  const report::LaunchSpec::GridDim* dims[3] = {&launch.grid_x(), &launch.grid_y(),
-                                                &launch.grid_z()};
-  for (int i = 0; i < 3; ++i) {
-    if (dims[i]->extent().empty()) {
-      grid[i] = static_cast<unsigned>(std::max(dims[i]->count(), 1));
-      continue;
-    }
-    auto it = args.scalars.find(dims[i]->extent());
-    if (it == args.scalars.end())
-      return absl::InvalidArgumentError(
-          absl::StrCat("grid needs scalar '", dims[i]->extent(), "'"));
-    const int64_t div = std::max<int64_t>(dims[i]->divisor(), 1);
-    grid[i] = static_cast<unsigned>(std::max<int64_t>((it->second + div - 1) / div, 1));
-  }
-  if (launch.persistent()) {  // the grid counted tiles; the CTAs walk them
-    const int64_t tiles = int64_t{grid[0]} * grid[1] * grid[2];
-    grid[0] = static_cast<unsigned>(std::max<int64_t>(std::min(tiles, e.resident_ctas), 1));
-    grid[1] = grid[2] = 1;
-  }
-  return d_.Check(d_.LaunchKernel(e.fn, grid[0], grid[1], grid[2],
+  auto grid = LaunchGrid(launch, args.scalars, e.resident_ctas);
+  if (!grid.ok()) return grid.status();
+  return d_.Check(d_.LaunchKernel(e.fn, (*grid)[0], (*grid)[1], (*grid)[2],
                                   static_cast<unsigned>(launch.threads_per_cta()), 1, 1,
                                   static_cast<unsigned>(launch.dynamic_shared_bytes()), stream,
                                   params.data(), nullptr),

@@ -6,6 +6,7 @@
 
 #include <cuda.h>
 
+#include <array>
 #include <map>
 #include <memory>
 #include <optional>
@@ -52,6 +53,13 @@ struct KernelArgs {
 // rows x cols plus per box_rows x box_cols tile), rounded up to a multiple of 4 and at least 4;
 // InvalidArgument for a missing or out-of-range extent or a size beyond 2^62 bytes.
 absl::StatusOr<size_t> WorkspaceBytes(const report::LaunchSpec::Arg& a, const KernelArgs& args);
+
+// The CTAs of a launch for `scalars`: each dimension ceil(value(extent) / divisor) or its count;
+// a persistent launch starts min(tiles, resident_ctas) CTAs along x. InvalidArgument naming a
+// missing scalar.
+absl::StatusOr<std::array<unsigned, 3>> LaunchGrid(const report::LaunchSpec& launch,
+                                                   const std::map<std::string, int64_t>& scalars,
+                                                   int64_t resident_ctas);
 
 // One compiled schedule of a dispatcher manifest, as the worker loads it.
 struct KernelEntryImage {
