@@ -66,6 +66,52 @@ Status LaunchGrid(const EntrySpec& e, const Shape& shape, int64_t resident_ctas,
   return {};
 }
 
+Status TensorMapGeometryOf(const ArgSpec& a, const Shape& shape, TensorMapGeometry* g) {
+  const std::string what = "tensor map of '" + a.name + "'";
+  int64_t rows = 0, cols = 0;
+  if (Status s = Value(shape, a.rows, what, &rows); !s.ok()) return s;
+  if (Status s = Value(shape, a.cols, what, &cols); !s.ok()) return s;
+  switch (a.element_bytes) {
+    case 1:
+      g->type = CU_TENSOR_MAP_DATA_TYPE_UINT8;
+      break;
+    case 2:
+      g->type = CU_TENSOR_MAP_DATA_TYPE_UINT16;
+      break;
+    case 4:
+      g->type = CU_TENSOR_MAP_DATA_TYPE_UINT32;
+      break;
+    default:
+      return Status::Error(what + ": element_bytes " + Str(a.element_bytes) + " is not 1, 2 or 4");
+  }
+  switch (a.swizzle_bytes) {
+    case 0:
+      g->swizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
+      break;
+    case 32:
+      g->swizzle = CU_TENSOR_MAP_SWIZZLE_32B;
+      break;
+    case 64:
+      g->swizzle = CU_TENSOR_MAP_SWIZZLE_64B;
+      break;
+    case 128:
+      g->swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
+      break;
+    default:
+      return Status::Error(what + ": swizzle_bytes " + Str(a.swizzle_bytes) +
+                           " is not 0, 32, 64 or 128");
+  }
+  if (rows < 1 || cols < 1 || a.box_rows < 1 || a.box_cols < 1)
+    return Status::Error(what + ": empty extent or box");
+  // Innermost dimension first; the one stride is the row pitch in bytes.
+  g->dims[0] = static_cast<cuuint64_t>(cols);
+  g->dims[1] = static_cast<cuuint64_t>(rows);
+  g->pitch[0] = static_cast<cuuint64_t>(cols) * static_cast<cuuint64_t>(a.element_bytes);
+  g->box[0] = static_cast<cuuint32_t>(a.box_cols);
+  g->box[1] = static_cast<cuuint32_t>(a.box_rows);
+  return {};
+}
+
 // Per element of rows x cols plus per box tile, rounded up to a multiple of 4 and at least 4.
 Status WorkspaceArgBytes(const ArgSpec& a, const Shape& shape, uint64_t* bytes) {
   int64_t rows = 0, cols = 0;
@@ -485,28 +531,21 @@ Status Launcher::Bind(const Shape& live, const std::map<std::string, TensorView>
           same_address && (reuse_ == DescriptorReuse::kAddressOnly ||
                            (c.buffer_id == buffer_id && c.rows == rows && c.cols == cols));
       if (!reuse) {
-        CUtensorMapDataType type = a.element_bytes == 1   ? CU_TENSOR_MAP_DATA_TYPE_UINT8
-                                   : a.element_bytes == 2 ? CU_TENSOR_MAP_DATA_TYPE_UINT16
-                                                          : CU_TENSOR_MAP_DATA_TYPE_UINT32;
-        CUtensorMapSwizzle swizzle = a.swizzle_bytes == 32    ? CU_TENSOR_MAP_SWIZZLE_32B
-                                     : a.swizzle_bytes == 64  ? CU_TENSOR_MAP_SWIZZLE_64B
-                                     : a.swizzle_bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
-                                                              : CU_TENSOR_MAP_SWIZZLE_NONE;
-        // Innermost dimension first; the one stride is the row pitch in bytes.
-        const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
-        const cuuint64_t pitch[1] = {static_cast<cuuint64_t>(cols) * a.element_bytes};
-        const cuuint32_t box[2] = {static_cast<cuuint32_t>(a.box_cols),
-                                   static_cast<cuuint32_t>(a.box_rows)};
+        TensorMapGeometry g;
+        if (Status st = TensorMapGeometryOf(a, live, &g); !st.ok()) {
+          c.entry = -1;
+          return st;
+        }
         const cuuint32_t element_strides[2] = {1, 1};
-        if (Status s = driver_->Check(
+        if (Status st = driver_->Check(
                 driver_->TensorMapEncodeTiled(
-                    &c.map, type, 2, reinterpret_cast<void*>(v.data), dims, pitch, box,
-                    element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                    &c.map, g.type, 2, reinterpret_cast<void*>(v.data), g.dims, g.pitch, g.box,
+                    element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, g.swizzle,
                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
                 what + " (" + Str(rows) + " x " + Str(cols) + "): cuTensorMapEncodeTiled");
-            !s.ok()) {
+            !st.ok()) {
           c.entry = -1;
-          return s;
+          return st;
         }
         c.entry = entry;
         c.arg = i;

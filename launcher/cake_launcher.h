@@ -137,6 +137,17 @@ Status Dispatch(const OperationSpec& op, const Shape& shape, int* entry);
 // dimension ceil(value(extent) / divisor) or its count; a persistent launch starts
 // min(tiles, resident_ctas) CTAs along x.
 Status LaunchGrid(const EntrySpec& e, const Shape& shape, int64_t resident_ctas, unsigned grid[3]);
+// What cuTensorMapEncodeTiled is given for a kTensorMap argument at `shape` (2-D, innermost
+// first; the daemon's worker derives it the same way). An error for a missing scalar, an empty
+// extent or box, or an element or swizzle size the lowering never states.
+struct TensorMapGeometry {
+  CUtensorMapDataType type = CU_TENSOR_MAP_DATA_TYPE_UINT8;
+  CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
+  cuuint64_t dims[2] = {0, 0};
+  cuuint64_t pitch[1] = {0};
+  cuuint32_t box[2] = {0, 0};
+};
+Status TensorMapGeometryOf(const ArgSpec& a, const Shape& shape, TensorMapGeometry* g);
 // Bytes of one WORKSPACE argument at `shape` (the daemon's worker sizes it the same way).
 Status WorkspaceArgBytes(const ArgSpec& a, const Shape& shape, uint64_t* bytes);
 Status MakePlan(const OperationSpec& op, const Shape& shape, Plan* plan);

@@ -145,45 +145,42 @@ absl::StatusOr<int64_t> Scalar(const KernelArgs& args, const std::string& name,
 
 }  // namespace
 
-absl::StatusOr<CUtensorMap> Kernel::EncodeTensorMap(const report::LaunchSpec::Arg& a,
-                                                    const KernelArgs& args) const {
-  auto ptr = args.tensors.find(a.name());
-  if (ptr == args.tensors.end())
-    return absl::InvalidArgumentError(
-        absl::StrCat("launch needs tensor '", a.name(), "' (tensor map)"));
+absl::StatusOr<TensorMapGeometry> TensorMapGeometryOf(
+    const report::LaunchSpec::Arg& a, const std::map<std::string, int64_t>& scalars) {
   const std::string what = absl::StrCat("tensor map of '", a.name(), "'");
+  KernelArgs args;
+  args.scalars = scalars;
   auto rows = Scalar(args, a.rows(), what);
   if (!rows.ok()) return rows.status();
   auto cols = Scalar(args, a.cols(), what);
   if (!cols.ok()) return cols.status();
-  CUtensorMapDataType type;
+  TensorMapGeometry g;
   switch (a.element_bytes()) {
     case 1:
-      type = CU_TENSOR_MAP_DATA_TYPE_UINT8;
+      g.type = CU_TENSOR_MAP_DATA_TYPE_UINT8;
       break;
     case 2:
-      type = CU_TENSOR_MAP_DATA_TYPE_UINT16;
+      g.type = CU_TENSOR_MAP_DATA_TYPE_UINT16;
       break;
     case 4:
-      type = CU_TENSOR_MAP_DATA_TYPE_UINT32;
+      g.type = CU_TENSOR_MAP_DATA_TYPE_UINT32;
       break;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat(what, ": element_bytes ", a.element_bytes(), " is not 1, 2 or 4"));
   }
-  CUtensorMapSwizzle swizzle;
   switch (a.swizzle_bytes()) {
     case 0:
-      swizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
+      g.swizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
       break;
     case 32:
-      swizzle = CU_TENSOR_MAP_SWIZZLE_32B;
+      g.swizzle = CU_TENSOR_MAP_SWIZZLE_32B;
       break;
     case 64:
-      swizzle = CU_TENSOR_MAP_SWIZZLE_64B;
+      g.swizzle = CU_TENSOR_MAP_SWIZZLE_64B;
       break;
     case 128:
-      swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
+      g.swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
       break;
     default:
       return absl::InvalidArgumentError(
@@ -192,21 +189,34 @@ absl::StatusOr<CUtensorMap> Kernel::EncodeTensorMap(const report::LaunchSpec::Ar
   if (*rows < 1 || *cols < 1 || a.box_rows() < 1 || a.box_cols() < 1)
     return absl::InvalidArgumentError(absl::StrCat(what, ": empty extent or box"));
   // Innermost dimension first; the one stride is the row pitch in bytes.
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(*cols), static_cast<cuuint64_t>(*rows)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(*cols) * a.element_bytes()};
-  const cuuint32_t box[2] = {static_cast<cuuint32_t>(a.box_cols()),
-                             static_cast<cuuint32_t>(a.box_rows())};
+  g.dims[0] = static_cast<cuuint64_t>(*cols);
+  g.dims[1] = static_cast<cuuint64_t>(*rows);
+  g.pitch[0] = static_cast<cuuint64_t>(*cols) * a.element_bytes();
+  g.box[0] = static_cast<cuuint32_t>(a.box_cols());
+  g.box[1] = static_cast<cuuint32_t>(a.box_rows());
+  return g;
+}
+
+absl::StatusOr<CUtensorMap> Kernel::EncodeTensorMap(const report::LaunchSpec::Arg& a,
+                                                    const KernelArgs& args) const {
+  auto ptr = args.tensors.find(a.name());
+  if (ptr == args.tensors.end())
+    return absl::InvalidArgumentError(
+        absl::StrCat("launch needs tensor '", a.name(), "' (tensor map)"));
+  const std::string what = absl::StrCat("tensor map of '", a.name(), "'");
+  auto g = TensorMapGeometryOf(a, args.scalars);
+  if (!g.ok()) return g.status();
   const cuuint32_t element_strides[2] = {1, 1};
   CUtensorMap map;
   absl::Status s =
-      d_.Check(d_.TensorMapEncodeTiled(&map, type, 2, reinterpret_cast<void*>(ptr->second), dims,
-                                       strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                       swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+      d_.Check(d_.TensorMapEncodeTiled(
+                   &map, g->type, 2, reinterpret_cast<void*>(ptr->second), g->dims, g->pitch,
+                   g->box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, g->swizzle,
+                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
                "cuTensorMapEncodeTiled");
   if (!s.ok())
-    return absl::InvalidArgumentError(absl::StrCat(what, " (", *rows, " x ", *cols, ", box ",
-                                                   a.box_rows(), " x ", a.box_cols(),
+    return absl::InvalidArgumentError(absl::StrCat(what, " (", g->dims[1], " x ", g->dims[0],
+                                                   ", box ", a.box_rows(), " x ", a.box_cols(),
                                                    "): ", s.message()));
   return map;
 }

@@ -61,6 +61,19 @@ absl::StatusOr<std::array<unsigned, 3>> LaunchGrid(const report::LaunchSpec& lau
                                                    const std::map<std::string, int64_t>& scalars,
                                                    int64_t resident_ctas);
 
+// What cuTensorMapEncodeTiled is given for a TENSOR_MAP argument at `scalars` (2-D, innermost
+// first). InvalidArgument naming the tensor for a missing scalar, an empty extent or box, or an
+// element or swizzle size the lowering never states.
+struct TensorMapGeometry {
+  CUtensorMapDataType type = CU_TENSOR_MAP_DATA_TYPE_UINT8;
+  CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
+  cuuint64_t dims[2] = {0, 0};
+  cuuint64_t pitch[1] = {0};
+  cuuint32_t box[2] = {0, 0};
+};
+absl::StatusOr<TensorMapGeometry> TensorMapGeometryOf(
+    const report::LaunchSpec::Arg& a, const std::map<std::string, int64_t>& scalars);
+
 // One compiled schedule of a dispatcher manifest, as the worker loads it.
 struct KernelEntryImage {
   std::string name;

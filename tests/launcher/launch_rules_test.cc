@@ -1,6 +1,7 @@
 // The exported launcher (launcher/cake_launcher.h) launches by the rules the daemon's worker
-// (gpuqueue/worker/kernel.h) validated and timed the schedule under: the same workspace bytes and
-// the same grid, or both refuse, on random launch fields and extents (hostile ones included).
+// (gpuqueue/worker/kernel.h) validated and timed the schedule under: the same workspace bytes, the
+// same grid and the same tensor-map geometry, or both refuse, on random launch fields and extents
+// (hostile ones included).
 #include <random>
 
 #include <gtest/gtest.h>
@@ -101,6 +102,54 @@ TEST(LaunchRules, GridsAgree) {
     for (int d = 0; d < 3; ++d) ASSERT_EQ((*worker)[d], grid[d]) << launch.DebugString();
   }
   EXPECT_GT(launched, 1000);
+  EXPECT_GT(refused, 1000);
+}
+
+TEST(LaunchRules, TensorMapGeometriesAgree) {
+  std::mt19937_64 rng(std::random_device{}());
+  const std::vector<int> elements = {0, 1, 2, 3, 4, 8}, swizzles = {0, 16, 32, 64, 128, 256};
+  int encoded = 0, refused = 0;
+  for (int trial = 0; trial < 20000; ++trial) {
+    report::LaunchSpec::Arg a;
+    a.set_kind(report::LaunchSpec::Arg::TENSOR_MAP);
+    a.set_name("A");
+    a.set_rows(rng() % 8 == 0 ? "Q" : "M");  // Q: never bound
+    a.set_cols("K");
+    a.set_box_rows(static_cast<int32_t>(rng() % 260) - 2);
+    a.set_box_cols(static_cast<int32_t>(rng() % 260) - 2);
+    a.set_element_bytes(elements[rng() % elements.size()]);
+    a.set_swizzle_bytes(swizzles[rng() % swizzles.size()]);
+    cake_launcher::ArgSpec spec{cake_launcher::ArgKind::kTensorMap,
+                                a.name(),
+                                a.rows(),
+                                a.cols(),
+                                a.box_rows(),
+                                a.box_cols(),
+                                a.element_bytes(),
+                                a.swizzle_bytes(),
+                                0,
+                                0};
+    const std::map<std::string, int64_t> scalars = {{"M", static_cast<int64_t>(rng() % 70000) - 3},
+                                                    {"K", static_cast<int64_t>(rng() % 70000) - 3}};
+    auto worker = gpuqueue::TensorMapGeometryOf(a, scalars);
+    cake_launcher::TensorMapGeometry g;
+    const cake_launcher::Status s =
+        cake_launcher::TensorMapGeometryOf(spec, {scalars.begin(), scalars.end()}, &g);
+    ASSERT_EQ(worker.ok(), s.ok()) << a.DebugString() << s.message();
+    if (!worker.ok()) {
+      ++refused;
+      continue;
+    }
+    ++encoded;
+    EXPECT_EQ(worker->type, g.type);
+    EXPECT_EQ(worker->swizzle, g.swizzle);
+    EXPECT_EQ(worker->dims[0], g.dims[0]);
+    EXPECT_EQ(worker->dims[1], g.dims[1]);
+    EXPECT_EQ(worker->pitch[0], g.pitch[0]);
+    EXPECT_EQ(worker->box[0], g.box[0]);
+    EXPECT_EQ(worker->box[1], g.box[1]);
+  }
+  EXPECT_GT(encoded, 1000);
   EXPECT_GT(refused, 1000);
 }
 
