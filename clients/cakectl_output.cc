@@ -38,7 +38,8 @@ void PrintStatus(const svc::StatusReply& s) {
   std::cout << "\ncontracts:\n";
   for (const auto& c : s.contracts())
     std::cout << "  " << c.contract_id() << "  " << c.name()
-              << "  incumbent: " << (c.incumbent().empty() ? "(none)" : c.incumbent()) << "\n";
+              << "  incumbent: " << (c.incumbent().empty() ? "(none)" : c.incumbent())
+              << "\n    execution: " << c.execution() << "\n";
   std::cout << "recent failures:" << (s.recent_failures().empty() ? " none" : "") << "\n";
   for (const auto& f : s.recent_failures())
     std::cout << "  job " << f.job_id() << " (" << f.kind() << ", " << f.candidate_id()

@@ -41,6 +41,9 @@ absl::StatusOr<v1::StatusReply> Orchestrator::Status() {
     v1::ContractStatus* cs = s.add_contracts();
     cs->set_contract_id(id);
     cs->set_name(c.name());
+    auto device = ExecutionDeviceFor(c);
+    cs->set_execution(device.ok() ? absl::StrCat(c.execution_target(), " on ", device->name)
+                                  : std::string(device.status().message()));
     CAKE_ASSIGN_OR_RETURN(std::string inc, ledger_->contracts().Incumbent(id));
     cs->set_incumbent(inc);
     if (!inc.empty()) {

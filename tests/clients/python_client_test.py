@@ -111,6 +111,9 @@ class PythonClientTest(unittest.TestCase):
         self.assertFalse(s.execution_device)
         self.assertIn("no execution device", s.device_note)
         self.assertIn(self.contract, [c.contract_id for c in s.contracts])
+        # Each contract says where its execution target runs: nowhere on this configuration.
+        mine = [c for c in s.contracts if c.contract_id == self.contract][0]
+        self.assertIn("no execution device", mine.execution)
 
     def test_export_without_an_incumbent_is_refused_naming_the_contract(self):
         # Nothing is validated without a device: the contract has no incumbent to export.
