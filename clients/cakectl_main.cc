@@ -453,7 +453,8 @@ int main(int argc, char** argv) {
   cake::clients::ExportOptions export_options;
   std::string export_targets;
   export_cmd->add_option("CONTRACT", export_options.contract_id, "Contract id")->required();
-  export_cmd->add_option("--out", export_options.out, "Folder to write (replaces an earlier export)")
+  export_cmd
+      ->add_option("--out", export_options.out, "Folder to write (replaces an earlier export)")
       ->required();
   export_cmd->add_option("--targets", export_targets,
                          "Comma-separated targets, e.g. sm_120f,sm_90 (default: every target "
