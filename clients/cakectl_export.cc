@@ -9,6 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "clients/cakectl_output.h"
+#include "google/protobuf/struct.pb.h"
 
 namespace cake::clients {
 
@@ -84,9 +86,14 @@ int RunExportCommand(v1::CakeService::Stub* stub,
     return 1;
   }
   if (options.json) {
-    std::cout << "{\"incumbent\": \"" << reply.incumbent() << "\", \"folder\": \"" << options.out
-              << "\", \"files\": " << reply.files_size() << ", \"manifest_sha256\": \""
-              << reply.manifest_sha256() << "\"}\n";
+    // Through protobuf's JSON printer: a folder name with quotes or backslashes stays valid JSON.
+    google::protobuf::Struct out;
+    auto& f = *out.mutable_fields();
+    f["incumbent"].set_string_value(reply.incumbent());
+    f["folder"].set_string_value(options.out);
+    f["files"].set_number_value(reply.files_size());
+    f["manifest_sha256"].set_string_value(reply.manifest_sha256());
+    std::cout << Json(out, false) << "\n";
   } else {
     std::cout << "exported incumbent " << reply.incumbent() << " of " << options.contract_id
               << " to " << options.out << " (" << reply.files_size() << " files, manifest sha256 "

@@ -159,6 +159,10 @@ absl::StatusOr<ExportBundle> BuildExport(const ExportInputs& in, const ArtifactR
   std::vector<std::string> targets = in.targets;
   const bool defaulted = targets.empty();
   if (defaulted) targets.assign(compiled.begin(), compiled.end());
+  // The one qualification rule: an execution witness exists on the target.
+  const auto qualifies = [&](const std::string& t) {
+    return in.eligible && t == in.contract.execution_target();
+  };
   std::vector<std::string> chosen;
   for (const std::string& t : targets) {
     if (auto info = compiler::TargetByName(t); !info.ok())
@@ -167,8 +171,7 @@ absl::StatusOr<ExportBundle> BuildExport(const ExportInputs& in, const ArtifactR
       return absl::FailedPreconditionError(
           absl::StrCat("incumbent ", in.incumbent.id(), " was not compiled for ", t,
                        "; it has receipts for ", absl::StrJoin(compiled, ", ")));
-    const bool qualified = in.eligible && t == in.contract.execution_target();
-    if (!qualified && !in.allow_unqualified) {
+    if (!qualifies(t) && !in.allow_unqualified) {
       const std::string why =
           absl::StrCat(t, " has no execution witness (",
                        in.eligible ? "compiled and receipted only"
@@ -278,7 +281,7 @@ absl::StatusOr<ExportBundle> BuildExport(const ExportInputs& in, const ArtifactR
     }
     ExportedTarget* et = m.add_targets();
     et->set_target(t);
-    const bool qualified = in.eligible && t == in.contract.execution_target();
+    const bool qualified = qualifies(t);
     et->set_qualified(qualified);
     Witnesses* w = et->mutable_witnesses();
     w->set_static_analysis("verified: every entry's analysis passed before it was lowered");
