@@ -312,9 +312,11 @@ int main(int argc, char** argv) {
       live = ParseShape(argv[++i]);
     else if (a == "--time" && i + 1 < argc)
       timed = ParseShape(argv[++i]);
-    else if (a == "--descriptor")
+    else if (a == "--descriptor" && i + 2 < argc) {
       descriptor = true;
-    else if (a == "--reset")
+      descriptor_first = ParseShape(argv[++i]);
+      descriptor_second = ParseShape(argv[++i]);
+    } else if (a == "--reset")
       reset = true;
     else
       return std::fprintf(stderr, "unknown argument %s\n", a.c_str()), 2;
