@@ -71,7 +71,8 @@ void Lanes::Wake() { cv_.notify_all(); }
 std::vector<Lanes::DeviceState> Lanes::States() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<DeviceState> out;
-  for (size_t d = 0; d < devices_.size(); ++d) out.push_back({devices_[d].name, devices_[d].sm_count, states_[d]});
+  for (size_t d = 0; d < devices_.size(); ++d)
+    out.push_back({devices_[d].name, devices_[d].sm_count, states_[d]});
   return out;
 }
 
@@ -85,11 +86,11 @@ void Lanes::Pause(std::chrono::milliseconds d) {
   cv_.wait_for(lock, d, [this] { return stopping_.load(); });
 }
 
-int64_t Lanes::Claim(bool gpu) {
+int64_t Lanes::Claim(const Device* device) {
   std::unique_lock<std::mutex> lock(mu_);
   if (stopping_) return 0;
   // Read under the lock: a job another lane just released is not read back as queued.
-  for (int64_t id : work_->Queued(gpu))
+  for (int64_t id : work_->Queued(device))
     if (claimed_.insert(id).second) return id;
   cv_.wait_for(lock, options_.idle_poll);
   return 0;
@@ -105,7 +106,7 @@ void Lanes::Release(int64_t job) {
 
 void Lanes::CpuLane() {
   while (!stopping_) {
-    const int64_t job = Claim(false);
+    const int64_t job = Claim(nullptr);
     if (job == 0) continue;
     work_->Run(job, nullptr);
     Release(job);
@@ -147,7 +148,7 @@ void Lanes::DeviceLane(size_t d) {
       }
       continue;
     }
-    const int64_t job = Claim(true);
+    const int64_t job = Claim(&device);
     if (job == 0) continue;
     // A device others compute on takes no job: the job goes back for another lane while this
     // one waits.

@@ -35,8 +35,9 @@ struct Device {
 class LaneWork {
  public:
   virtual ~LaneWork() = default;
-  // Jobs a lane of this kind may take, oldest first.
-  virtual std::vector<int64_t> Queued(bool gpu) = 0;
+  // Jobs the lane of `device` (null: a CPU lane) may take, oldest first. A device lane is
+  // offered only jobs its device may run (the caller's admission rule).
+  virtual std::vector<int64_t> Queued(const Device* device) = 0;
   // Runs one job to its end, on `device` (null on a CPU lane). True when the device must be
   // probed before its next job.
   virtual bool Run(int64_t job, const Device* device) = 0;
@@ -89,8 +90,9 @@ class Lanes {
  private:
   void CpuLane();
   void DeviceLane(size_t index);
-  // Claims the oldest unclaimed queued job of this kind; 0 when none (after waiting a while).
-  int64_t Claim(bool gpu);
+  // Claims the oldest unclaimed job queued for `device` (null: a CPU lane); 0 when none (after
+  // waiting a while).
+  int64_t Claim(const Device* device);
   void Release(int64_t job);
   void SetState(size_t device, std::string state);
   // Foreign compute processes on device `d` now; 0 when they cannot be counted.

@@ -34,12 +34,13 @@ Job ReadJob(const Stmt& s) {
   j.worker_pid = s.Int(10);
   j.infra_failures = static_cast<int>(s.Int(11));
   j.not_before_ms = s.Int(12);
+  j.device = s.Text(13);
   return j;
 }
 
 constexpr const char* kJobColumns =
     "id, candidate_id, kind, state, attempt, request, error, created_ms, started_ms, "
-    "finished_ms, worker_pid, infra_failures, not_before_ms";
+    "finished_ms, worker_pid, infra_failures, not_before_ms, device";
 
 constexpr std::pair<JobKind, const char*> kJobKindNames[] = {{JobKind::kCompile, "compile"},
                                                              {JobKind::kValidate, "validate"},
@@ -92,9 +93,10 @@ absl::StatusOr<RecoveryReport> JobQueue::Recover(const std::string& boot_id, int
       CAKE_ASSIGN_OR_RETURN(
           Stmt rec,
           conn_->db().Prepare(
-              "INSERT OR IGNORE INTO job_attempts(job_id, attempt, outcome, error, finished_ms) "
-              "VALUES (?, ?, 'INTERRUPTED', 'daemon restarted while the job ran', ?)"));
-      CAKE_RETURN_IF_ERROR(rec.Bind(1, j.id).Bind(2, j.attempt).Bind(3, NowMs()).Run());
+              "INSERT OR IGNORE INTO job_attempts(job_id, attempt, outcome, error, finished_ms, "
+              "device) VALUES (?, ?, 'INTERRUPTED', 'daemon restarted while the job ran', ?, ?)"));
+      CAKE_RETURN_IF_ERROR(
+          rec.Bind(1, j.id).Bind(2, j.attempt).Bind(3, NowMs()).Bind(4, j.device).Run());
       // Only crashes count: attempts a graceful shutdown killed were re-queued as SHUTDOWN.
       CAKE_ASSIGN_OR_RETURN(Stmt n, conn_->db().Prepare("SELECT COUNT(*) FROM job_attempts WHERE "
                                                         "job_id = ? AND outcome = 'INTERRUPTED'"));
@@ -205,12 +207,13 @@ absl::StatusOr<int64_t> JobQueue::Enqueue(const std::string& candidate, JobKind 
 
 absl::StatusOr<std::vector<JobQueue::QueuedJob>> JobQueue::Queued() {
   auto lock = conn_->Lock();
-  CAKE_ASSIGN_OR_RETURN(Stmt s,
-                        conn_->db().Prepare("SELECT id, kind FROM jobs WHERE state = 'QUEUED' AND "
-                                            "not_before_ms <= ? ORDER BY id"));
+  CAKE_ASSIGN_OR_RETURN(
+      Stmt s,
+      conn_->db().Prepare("SELECT id, kind, candidate_id FROM jobs WHERE state = 'QUEUED' AND "
+                          "not_before_ms <= ? ORDER BY id"));
   s.Bind(1, NowMs());
   std::vector<QueuedJob> out;
-  while (s.Step()) out.push_back({s.Int(0), ParseJobKind(s.Text(1))});
+  while (s.Step()) out.push_back({s.Int(0), ParseJobKind(s.Text(1)), s.Text(2)});
   CAKE_RETURN_IF_ERROR(s.status());
   return out;
 }
@@ -235,13 +238,15 @@ absl::StatusOr<Job> JobQueue::Get(int64_t id) {
   return ReadJob(s);
 }
 
-absl::Status JobQueue::MarkRunning(int64_t id, int64_t pid) {
+absl::Status JobQueue::MarkRunning(int64_t id, int64_t pid, const std::string& device) {
   return conn_->Atomically([&]() -> absl::Status {
-    CAKE_ASSIGN_OR_RETURN(Stmt s,
-                          conn_->db().Prepare("UPDATE jobs SET state = 'RUNNING', attempt = "
-                                              "attempt + 1, boot_id = ?, started_ms = ?, "
-                                              "worker_pid = ? WHERE id = ? AND state = 'QUEUED'"));
-    CAKE_RETURN_IF_ERROR(s.Bind(1, boot_id_).Bind(2, NowMs()).Bind(3, pid).Bind(4, id).Run());
+    CAKE_ASSIGN_OR_RETURN(
+        Stmt s,
+        conn_->db().Prepare("UPDATE jobs SET state = 'RUNNING', attempt = "
+                            "attempt + 1, boot_id = ?, started_ms = ?, "
+                            "worker_pid = ?, device = ? WHERE id = ? AND state = 'QUEUED'"));
+    CAKE_RETURN_IF_ERROR(
+        s.Bind(1, boot_id_).Bind(2, NowMs()).Bind(3, pid).Bind(4, device).Bind(5, id).Run());
     if (conn_->db().Changes() == 0) return absl::FailedPreconditionError("job is not queued");
     return absl::OkStatus();
   });
@@ -260,9 +265,10 @@ absl::Status JobQueue::RequeueAfterShutdown(int64_t id) {
     CAKE_ASSIGN_OR_RETURN(
         Stmt rec,
         conn_->db().Prepare("INSERT OR IGNORE INTO job_attempts(job_id, attempt, outcome, "
-                            "error, finished_ms) VALUES (?, ?, 'SHUTDOWN', "
-                            "'killed by a graceful daemon stop', ?)"));
-    CAKE_RETURN_IF_ERROR(rec.Bind(1, id).Bind(2, j.attempt).Bind(3, NowMs()).Run());
+                            "error, finished_ms, device) VALUES (?, ?, 'SHUTDOWN', "
+                            "'killed by a graceful daemon stop', ?, ?)"));
+    CAKE_RETURN_IF_ERROR(
+        rec.Bind(1, id).Bind(2, j.attempt).Bind(3, NowMs()).Bind(4, j.device).Run());
     CAKE_ASSIGN_OR_RETURN(
         Stmt up,
         conn_->db().Prepare("UPDATE jobs SET state = 'QUEUED', worker_pid = 0 WHERE id = ?"));
@@ -282,13 +288,14 @@ absl::Status JobQueue::Finish(int64_t id, bool ok, const std::string& error) {
     if (j.state == JobState::kDone || j.state == JobState::kFailed) return absl::OkStatus();
     CAKE_ASSIGN_OR_RETURN(
         Stmt rec, conn_->db().Prepare(
-                      "INSERT INTO job_attempts(job_id, attempt, outcome, error, finished_ms) "
-                      "VALUES (?, ?, ?, ?, ?)"));
+                      "INSERT INTO job_attempts(job_id, attempt, outcome, error, finished_ms, "
+                      "device) VALUES (?, ?, ?, ?, ?, ?)"));
     CAKE_RETURN_IF_ERROR(rec.Bind(1, id)
                              .Bind(2, j.attempt)
                              .Bind(3, ok ? "DONE" : "FAILED")
                              .Bind(4, error)
                              .Bind(5, NowMs())
+                             .Bind(6, j.device)
                              .Run());
     CAKE_ASSIGN_OR_RETURN(
         Stmt s,
@@ -306,8 +313,13 @@ absl::Status JobQueue::Finish(int64_t id, bool ok, const std::string& error) {
 absl::Status JobQueue::RecordMachineAttempt(const Job& j, const std::string& error) {
   CAKE_ASSIGN_OR_RETURN(
       Stmt rec, conn_->db().Prepare("INSERT OR IGNORE INTO job_attempts(job_id, attempt, outcome, "
-                                    "error, finished_ms) VALUES (?, ?, 'INFRA', ?, ?)"));
-  return rec.Bind(1, j.id).Bind(2, j.attempt).Bind(3, error).Bind(4, NowMs()).Run();
+                                    "error, finished_ms, device) VALUES (?, ?, 'INFRA', ?, ?, ?)"));
+  return rec.Bind(1, j.id)
+      .Bind(2, j.attempt)
+      .Bind(3, error)
+      .Bind(4, NowMs())
+      .Bind(5, j.device)
+      .Run();
 }
 
 absl::Status JobQueue::RetryLater(int64_t id, const std::string& error, int64_t not_before_ms) {

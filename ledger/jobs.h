@@ -38,6 +38,7 @@ struct Job {
   int64_t worker_pid = 0;
   int infra_failures = 0;     // attempts the machine failed since the job was last unblocked
   int64_t not_before_ms = 0;  // a retry waits until then (0 = now)
+  std::string device;  // the lane's device (UUID, else name) of the latest attempt; "" on CPU
 };
 
 struct RecoveryReport {
@@ -64,12 +65,15 @@ class JobQueue {
   struct QueuedJob {
     int64_t id = 0;
     JobKind kind = JobKind::kUnknown;
+    std::string candidate_id;
   };
   absl::StatusOr<std::vector<QueuedJob>> Queued();
   absl::StatusOr<int64_t> Count(JobState state);
   absl::StatusOr<Job> Get(int64_t id);
   // QUEUED -> RUNNING under this boot; FailedPrecondition when it is not queued (taken).
-  absl::Status MarkRunning(int64_t id, int64_t pid);
+  // `device`: the lane's device (UUID, else name), "" for a CPU lane; kept on the job and on the
+  // attempt's record.
+  absl::Status MarkRunning(int64_t id, int64_t pid, const std::string& device = "");
   absl::Status SetPid(int64_t id, int64_t pid);
   // A RUNNING job killed by a graceful shutdown: its attempt is recorded as SHUTDOWN and the job
   // goes back to the queue (not counted against max_attempts).

@@ -145,6 +145,13 @@ CREATE TABLE calibrations(
 CREATE INDEX calibrations_by_device ON calibrations(device, operation, id);
 )sql";
 
+// v9: the device whose lane ran a job's latest attempt, and each attempt's ("" for CPU jobs and
+// rows written before v9).
+constexpr const char* kSchemaV9 = R"sql(
+ALTER TABLE jobs ADD COLUMN device TEXT NOT NULL DEFAULT '';
+ALTER TABLE job_attempts ADD COLUMN device TEXT NOT NULL DEFAULT '';
+)sql";
+
 constexpr const char* kContractTriggers = R"sql(
 CREATE TRIGGER contracts_immutable_update BEFORE UPDATE ON contracts
   BEGIN SELECT RAISE(ABORT, 'contracts are immutable: create a new contract'); END;
@@ -253,6 +260,7 @@ absl::Status Ledger::Migrate() {
   if (version < 6) CAKE_RETURN_IF_ERROR(db().Exec(kSchemaV6));
   if (version < 7) CAKE_RETURN_IF_ERROR(db().Exec(kSchemaV7));
   if (version < 8) CAKE_RETURN_IF_ERROR(db().Exec(kSchemaV8));
+  if (version < 9) CAKE_RETURN_IF_ERROR(db().Exec(kSchemaV9));
   // Later versions add `if (version < N)` steps here, each in this transaction.
   CAKE_RETURN_IF_ERROR(db().Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion)));
   return tx.Commit();

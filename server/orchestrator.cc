@@ -25,6 +25,7 @@
 #include "gpuqueue/sandbox.h"
 #include "hypothesis_checks.h"
 #include "job_requests.h"
+#include "lane_admission.h"
 #include "proposal.h"
 #include "request_limits.h"
 #include "spdlog/spdlog.h"
@@ -161,14 +162,28 @@ absl::StatusOr<gpuqueue::Device> Orchestrator::ExecutionDeviceFor(
   if (!execution_device_) return absl::FailedPreconditionError(device_note_);
   auto target = compiler::TargetByName(c.execution_target());
   if (!target.ok()) return absl::FailedPreconditionError(target.status().message());
-  std::vector<std::string> found;
-  for (const gpuqueue::Device& d : devices_) {
-    if (compiler::RunsOn(**target, d.cc_major, d.cc_minor)) return d;
-    found.push_back(d.name);
+  const std::vector<gpuqueue::Device> admitting = AdmittingDevices(**target, devices_);
+  if (!admitting.empty()) return admitting.front();
+  return absl::FailedPreconditionError(
+      absl::StrCat(NoDeviceForTarget(**target, devices_),
+                   "; compiled and receipted only: ", (*target)->witness));
+}
+
+const compiler::TargetInfo* Orchestrator::ExecutionTargetOf(const std::string& candidate) {
+  {
+    absl::MutexLock lock(&targets_mu_);
+    if (auto it = target_of_candidate_.find(candidate); it != target_of_candidate_.end())
+      return it->second;
   }
-  return absl::FailedPreconditionError(absl::StrCat(
-      "no device here runs ", c.execution_target(), " (found ", absl::StrJoin(found, ", "),
-      "); compiled and receipted only: ", (*target)->witness));
+  auto cand = ledger_->candidates().Get(candidate);
+  if (!cand.ok()) return nullptr;  // read again next time: the ledger may answer then
+  auto c = ledger_->contracts().Get(cand->contract_id());
+  if (!c.ok()) return nullptr;
+  auto target = compiler::TargetByName(c->execution_target());
+  const compiler::TargetInfo* t = target.ok() ? *target : nullptr;
+  absl::MutexLock lock(&targets_mu_);
+  target_of_candidate_[candidate] = t;
+  return t;
 }
 
 void Orchestrator::Stop() {
@@ -222,7 +237,8 @@ gpuqueue::SandboxOptions Orchestrator::WorkerOptions(const std::string& job_name
   return opts;
 }
 
-std::vector<int64_t> Orchestrator::Queued(bool gpu) {
+std::vector<int64_t> Orchestrator::Queued(const gpuqueue::Device* device) {
+  const bool gpu = device != nullptr;
   std::vector<int64_t> ids;
   auto queued = ledger_->jobs().Queued();
   if (!queued.ok()) {
@@ -230,8 +246,16 @@ std::vector<int64_t> Orchestrator::Queued(bool gpu) {
     return ids;
   }
   // A job of a kind this build does not know goes to a CPU lane, which fails it with the reason.
-  for (const ledger::JobQueue::QueuedJob& j : *queued)
-    if (RunsOnGpu(j.kind) == gpu) ids.push_back(j.id);
+  for (const ledger::JobQueue::QueuedJob& j : *queued) {
+    if (RunsOnGpu(j.kind) != gpu) continue;
+    // A device lane takes only what its device may run; a job no lane admits stays queued
+    // (its candidate's note and status say why), never failed on the wrong card.
+    if (gpu) {
+      const compiler::TargetInfo* target = ExecutionTargetOf(j.candidate_id);
+      if (target == nullptr || !LaneAdmits(*device, j.kind, *target, devices_)) continue;
+    }
+    ids.push_back(j.id);
+  }
   return ids;
 }
 
@@ -277,7 +301,8 @@ bool Orchestrator::RunJob(const ledger::Job& job, const gpuqueue::Device* device
   gpuqueue::SandboxOptions opts =
       WorkerOptions(absl::StrCat("job-", job.id, "-a", attempt), gpu, device,
                     JobTimeout(request, config_.compile_timeout, config_.gpu_timeout));
-  if (!ledger_->jobs().MarkRunning(job.id, 0).ok()) return false;  // someone else took it
+  if (!ledger_->jobs().MarkRunning(job.id, 0, device == nullptr ? "" : DeviceLabel(*device)).ok())
+    return false;  // someone else took it
   opts.on_start = [&](int pid) {
     // Recorded so a later boot can find this worker's group when cgroups are not in force.
     if (absl::Status st = ledger_->jobs().SetPid(job.id, pid); !st.ok())
@@ -302,7 +327,11 @@ bool Orchestrator::RunJob(const ledger::Job& job, const gpuqueue::Device* device
                     reply->failure_class() == worker::INFRASTRUCTURE ? worker::INFRASTRUCTURE
                                                                      : worker::SCHEDULE);
   } else {
-    s = Record(job, *reply);
+    // What the ledger now says of this attempt: its number and its lane's device.
+    ledger::Job ran = job;
+    ran.attempt = attempt;
+    ran.device = device == nullptr ? "" : DeviceLabel(*device);
+    s = Record(ran, *reply);
   }
   if (!s.ok()) {
     // The result could not be recorded (a full disk, a ledger error): the machine failed, the

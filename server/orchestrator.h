@@ -29,6 +29,7 @@
 #include "cake/service.pb.h"
 #include "cake/worker.pb.h"
 #include "candidate_lifecycle.h"
+#include "compiler/targets.h"
 #include "gpuqueue/containment.h"
 #include "gpuqueue/lanes.h"
 #include "gpuqueue/sandbox.h"
@@ -115,10 +116,11 @@ class Orchestrator : private gpuqueue::LaneWork {
   bool has_execution_device() const { return execution_device_; }
   // The execution devices Start found (one lane each); read-only after Start.
   const std::vector<gpuqueue::Device>& devices() const { return devices_; }
-  // The first device that runs objects of the contract's execution target, or
-  // FailedPrecondition saying why none does (no device at all, or only others: "no device here
-  // runs sm_120f (found 0: NVIDIA H100 (9.0)); compiled and receipted only: no SM120 execution
-  // witness"). Nothing is validated, timed or searched for such a contract.
+  // The first device that runs objects of the contract's execution target (whose profile times
+  // the contract: server/lane_admission.h), or FailedPrecondition saying why none does (no
+  // device at all, or only others: "no device for target sm_120f on this host: GPU-… is sm_90
+  // (NVIDIA H100 (9.0)); compiled and receipted only: no SM120 execution witness"). Nothing is
+  // validated, timed or searched for such a contract.
   absl::StatusOr<gpuqueue::Device> ExecutionDeviceFor(const contract::Contract& c) const;
 
  private:
@@ -128,7 +130,10 @@ class Orchestrator : private gpuqueue::LaneWork {
       const v1::ProposeRequest& req, const std::string& schedule_hash);
 
   // gpuqueue::LaneWork: what the lanes run.
-  std::vector<int64_t> Queued(bool gpu) override;
+  std::vector<int64_t> Queued(const gpuqueue::Device* device) override;
+  // The execution target of the candidate's contract (cached: contracts are immutable); null
+  // when it cannot be read or names no known target.
+  const compiler::TargetInfo* ExecutionTargetOf(const std::string& candidate);
   bool Run(int64_t job, const gpuqueue::Device* device) override;
   std::string Probe(const gpuqueue::Device& device, int64_t after_job) override;
   void OnForeignWait(const gpuqueue::Device& device, size_t processes) override;
@@ -188,6 +193,9 @@ class Orchestrator : private gpuqueue::LaneWork {
   absl::Mutex machine_mu_;
   std::vector<std::pair<ledger::Job, std::string>> unsettled_ ABSL_GUARDED_BY(machine_mu_);
   std::string last_machine_failure_ ABSL_GUARDED_BY(machine_mu_);
+  absl::Mutex targets_mu_;
+  std::map<std::string, const compiler::TargetInfo*> target_of_candidate_
+      ABSL_GUARDED_BY(targets_mu_);
 };
 
 }  // namespace cake::server

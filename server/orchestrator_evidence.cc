@@ -9,6 +9,7 @@
 #include "contract_checks.h"
 #include "eligibility.h"
 #include "job_requests.h"
+#include "lane_admission.h"
 #include "orchestrator.h"
 #include "promotion_policy.h"
 #include "protocol/paired_verdict.h"
@@ -109,6 +110,9 @@ absl::Status Orchestrator::OnMeasured(const ledger::Job& job, const worker::Repl
   // The daemon judges the raw samples itself: the worker's verdict is not taken on trust.
   evidence::Measurement m = reply.measurement();
   protocol::JudgeMeasurement(&m, c);
+  m.set_device_uuid(job.device);
+  for (const gpuqueue::Device& d : devices_)
+    if (DeviceLabel(d) == job.device) m.set_device_profile(DeviceProfile(d));
   if (worker::Request req; req.ParseFromString(job.request) && req.measure().regress())
     return OnRegressTimed(job, cand, c, std::move(m));
   // What was timed was checked: the challenger's outputs and inputs on every timed launch.

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <set>
 
 namespace cake::gpuqueue {
 namespace {
@@ -30,9 +31,15 @@ class FakeWork : public LaneWork {
   std::vector<std::string> foreign_waits;
   std::chrono::milliseconds job_time{20ms};
 
-  std::vector<int64_t> Queued(bool gpu) override {
+  std::map<int64_t, std::set<std::string>> admitted_on;  // job -> the only devices it may run on
+
+  std::vector<int64_t> Queued(const Device* d) override {
     std::lock_guard<std::mutex> l(mu);
-    return gpu ? gpu_queue : cpu_queue;
+    if (d == nullptr) return cpu_queue;
+    std::vector<int64_t> out;
+    for (int64_t j : gpu_queue)
+      if (!admitted_on.count(j) || admitted_on[j].count(d->name)) out.push_back(j);
+    return out;
   }
   bool Run(int64_t job, const Device* d) override {
     const std::string name = d ? d->name : "cpu";
@@ -127,6 +134,39 @@ TEST(Lanes, OneJobPerDeviceAtATimeDevicesInParallelEachJobOnce) {
   EXPECT_GT(on1, 5) << "device 0 took nearly everything";
   EXPECT_GE(work.cpu_max_busy, 2);  // CPU jobs in parallel
   EXPECT_LE(work.cpu_max_busy, 3);
+}
+
+// A lane is offered only the jobs its device admits: a job admitted on one device never runs on
+// the other, a job admitted nowhere waits without holding up the rest.
+TEST(Lanes, EachLaneTakesOnlyTheJobsItsDeviceAdmits) {
+  FakeWork work;
+  for (int64_t j = 1; j <= 30; ++j) {
+    work.gpu_queue.push_back(j);
+    if (j % 3 == 0) work.admitted_on[j] = {"gpu1"};
+    if (j % 3 == 1) work.admitted_on[j] = {"gpu0", "gpu1"};
+  }
+  work.gpu_queue.push_back(99);
+  work.admitted_on[99] = {};
+  Lanes lanes(&work, TwoDevices(), std::make_unique<FakeForeign>(), Fast(0));
+  lanes.Start();
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard<std::mutex> l(work.mu);
+    return work.runs.size() >= 30 && work.busy["gpu0"] == 0 && work.busy["gpu1"] == 0;
+  }));
+  std::this_thread::sleep_for(30ms);  // several idle polls: job 99 is still offered to no lane
+  lanes.RequestStop();
+  lanes.Join();
+  std::lock_guard<std::mutex> l(work.mu);
+  EXPECT_EQ(work.runs.count(99), 0u);
+  int on0 = 0;
+  for (int64_t j = 1; j <= 30; ++j) {
+    EXPECT_EQ(work.runs[j], 1) << "job " << j;
+    if (j % 3 == 0) {
+      EXPECT_EQ(work.ran_on[j], "gpu1") << "job " << j;
+    }
+    on0 += work.ran_on[j] == "gpu0";
+  }
+  EXPECT_GT(on0, 0) << "gpu0 took none of the jobs it admits";
 }
 
 TEST(Lanes, AFaultIsProbedBeforeTheDevicesNextJob) {

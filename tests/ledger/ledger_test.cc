@@ -43,6 +43,20 @@ int64_t Scalar(const fs::path& db, const std::string& sql) {
   return v;
 }
 
+// The first column of the first row of `sql` as text, or "<none>".
+std::string Text(const fs::path& db, const std::string& sql) {
+  sqlite3* raw = nullptr;
+  sqlite3_open(db.c_str(), &raw);
+  sqlite3_stmt* s = nullptr;
+  sqlite3_prepare_v2(raw, sql.c_str(), -1, &s, nullptr);
+  std::string v = "<none>";
+  if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0) != nullptr)
+    v = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+  sqlite3_finalize(s);
+  sqlite3_close(raw);
+  return v;
+}
+
 int64_t Pragma(const fs::path& db, const std::string& p) { return Scalar(db, "PRAGMA " + p); }
 
 class LedgerTest : public ::testing::Test {
@@ -116,6 +130,30 @@ TEST_F(LedgerTest, JobAttemptsAreRecordedExactlyOnce) {
   EXPECT_TRUE((*l)->jobs().Finish(*id, false, "late").ok());
   EXPECT_EQ((*l)->jobs().Get(*id)->state, ledger::JobState::kDone);
   EXPECT_EQ(Scalar(dir_ / "l.db", "SELECT COUNT(*) FROM job_attempts"), 1);
+}
+
+// Each attempt names the lane's device it ran on, and the job names its latest; the queue's rows
+// carry their candidate (the lanes' admission reads the contract through it).
+TEST_F(LedgerTest, EachAttemptNamesItsDevice) {
+  auto l = ledger::Ledger::Open((dir_ / "l.db").string());
+  ASSERT_TRUE(l.ok());
+  ASSERT_TRUE((*l)->jobs().Recover("boot-a", 3).ok());
+  auto id = (*l)->jobs().Enqueue("cand-7", ledger::JobKind::kValidate, "req");
+  ASSERT_TRUE(id.ok());
+  auto queued = (*l)->jobs().Queued();
+  ASSERT_TRUE(queued.ok());
+  ASSERT_EQ(queued->size(), 1u);
+  EXPECT_EQ(queued->front().candidate_id, "cand-7");
+  ASSERT_TRUE((*l)->jobs().MarkRunning(*id, 1, "GPU-aaaa").ok());
+  EXPECT_EQ((*l)->jobs().Get(*id)->device, "GPU-aaaa");
+  ASSERT_TRUE((*l)->jobs().RetryLater(*id, "the machine failed", 0).ok());
+  ASSERT_TRUE((*l)->jobs().MarkRunning(*id, 2, "GPU-bbbb").ok());
+  ASSERT_TRUE((*l)->jobs().Finish(*id, true, "").ok());
+  EXPECT_EQ((*l)->jobs().Get(*id)->device, "GPU-bbbb");
+  EXPECT_EQ(Text(dir_ / "l.db",
+                 "SELECT group_concat(attempt || '=' || outcome || '@' || device, ' ') FROM "
+                 "(SELECT * FROM job_attempts ORDER BY attempt)"),
+            "1=INFRA@GPU-aaaa 2=DONE@GPU-bbbb");
 }
 
 TEST_F(LedgerTest, RestartRequeuesRunningJobsThenBlocksThemNeverFails) {
@@ -670,7 +708,8 @@ TEST_F(LedgerTest, AVersionTwoLedgerGetsContractDigestsAndRefusesAFlippedBit) {
                  "INDEX candidates_by_hypothesis; DROP INDEX events_by_candidate; ALTER TABLE "
                  "candidates DROP COLUMN branch; ALTER TABLE candidates DROP COLUMN "
                  "hypothesis_key; ALTER TABLE jobs DROP COLUMN not_before_ms; ALTER TABLE jobs "
-                 "DROP COLUMN infra_failures; PRAGMA user_version = 2;"),
+                 "DROP COLUMN infra_failures; ALTER TABLE jobs DROP COLUMN device; ALTER TABLE "
+                 "job_attempts DROP COLUMN device; PRAGMA user_version = 2;"),
             SQLITE_OK);
   {
     auto l = ledger::Ledger::Open(db.string());

@@ -429,14 +429,14 @@ TEST(SearchLoop, ASecondContractStartsFromTheRowsTheDeviceMeasuredForTheFirst) {
 
 TEST(SearchLoop, IsRefusedWhenNoDeviceRunsTheExecutionTargetAndEndsWhenItGoes) {
   SimulatedDevice sim(std::random_device{}());
-  sim.device_note = "no device here runs sm_120f (found 0: NVIDIA H100 (9.0))";
+  sim.device_note = "no device for target sm_120f on this host: device 0 is sm_90 (NVIDIA H100 (9.0))";
   v1::StartSearchRequest req;
   req.set_contract_id("k1");
   req.set_budget_seconds(60);
   auto refused = search::NewSearch(req, "s1", sim);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(refused.status().message().find("no device here runs sm_120f"), std::string::npos)
+  EXPECT_NE(refused.status().message().find("no device for target sm_120f"), std::string::npos)
       << refused.status();
   EXPECT_TRUE(sim.proposed_labels.empty());
   // A search started while the device answered, then resumed where it no longer does, ends

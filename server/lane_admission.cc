@@ -1,0 +1,64 @@
+#include "server/lane_admission.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace cake::server {
+namespace {
+
+bool TimingJob(ledger::JobKind kind) {
+  return kind == ledger::JobKind::kMeasure || kind == ledger::JobKind::kRegress;
+}
+
+// The probe names a device "0: NVIDIA H100 80GB HBM3 (9.0)"; the ordinal is where it sits, not
+// what it is.
+std::string WithoutOrdinal(const std::string& name) {
+  const size_t colon = name.find(": ");
+  if (colon == std::string::npos || colon == 0) return name;
+  for (size_t i = 0; i < colon; ++i)
+    if (name[i] < '0' || name[i] > '9') return name;
+  return name.substr(colon + 2);
+}
+
+}  // namespace
+
+std::string DeviceProfile(const gpuqueue::Device& device) {
+  return absl::StrCat(WithoutOrdinal(device.name), ", ", device.sm_count, " SMs");
+}
+
+std::string DeviceLabel(const gpuqueue::Device& device) {
+  return device.uuid.empty() ? device.name : device.uuid;
+}
+
+std::vector<gpuqueue::Device> AdmittingDevices(const compiler::TargetInfo& target,
+                                               const std::vector<gpuqueue::Device>& devices) {
+  std::vector<gpuqueue::Device> out;
+  for (const gpuqueue::Device& d : devices)
+    if (compiler::RunsOn(target, d.cc_major, d.cc_minor)) out.push_back(d);
+  return out;
+}
+
+bool LaneAdmits(const gpuqueue::Device& lane, ledger::JobKind kind,
+                const compiler::TargetInfo& target, const std::vector<gpuqueue::Device>& devices) {
+  if (!compiler::RunsOn(target, lane.cc_major, lane.cc_minor)) return false;
+  if (!TimingJob(kind)) return true;
+  const std::vector<gpuqueue::Device> admitting = AdmittingDevices(target, devices);
+  // The lane's own device admits, so the list is not empty.
+  return !admitting.empty() && DeviceProfile(admitting.front()) == DeviceProfile(lane);
+}
+
+std::string NoDeviceForTarget(const compiler::TargetInfo& target,
+                              const std::vector<gpuqueue::Device>& devices) {
+  if (!AdmittingDevices(target, devices).empty()) return "";
+  if (devices.empty())
+    return absl::StrCat("no device for target ", target.name, " on this host: it has none");
+  std::vector<std::string> found;
+  for (const gpuqueue::Device& d : devices)
+    found.push_back(absl::StrCat(d.uuid.empty() ? absl::StrCat("device ", d.ordinal) : d.uuid,
+                                 " is sm_", d.cc_major, d.cc_minor, " (", WithoutOrdinal(d.name),
+                                 ")"));
+  return absl::StrCat("no device for target ", target.name,
+                      " on this host: ", absl::StrJoin(found, "; "));
+}
+
+}  // namespace cake::server
