@@ -134,13 +134,16 @@ bool Lanes::WaitForForeign(size_t d) {
 
 void Lanes::DeviceLane(size_t d) {
   const Device& device = devices_[d];
-  int64_t probe_after = 0;  // the job after which the device must answer a probe first
+  // The device answers a probe in a worker that sees only it before the lane's first job (the
+  // boot's probe saw every device at once) and after a job that faulted.
+  bool must_probe = true;
+  int64_t probe_after = 0;  // the job that faulted; 0 before the first job
   while (!stopping_) {
-    if (probe_after != 0) {
+    if (must_probe) {
       SetState(d, "probing");
       const std::string why = work_->Probe(device, probe_after);
       if (why.empty()) {
-        probe_after = 0;
+        must_probe = false;
         SetState(d, "idle");
       } else {
         SetState(d, absl::StrCat("not answering: ", why));
@@ -162,7 +165,10 @@ void Lanes::DeviceLane(size_t d) {
     const bool fault = work_->Run(job, &device);
     SetState(d, "idle");
     Release(job);
-    if (fault) probe_after = job;
+    if (fault) {
+      must_probe = true;
+      probe_after = job;
+    }
   }
 }
 

@@ -1,9 +1,10 @@
 // The exclusive queue's lanes. CPU lanes run CPU jobs (compiles) in parallel. Each execution
 // device has one lane that runs that device's jobs one at a time: before a job it waits out
-// other processes computing on its device (waiting, never evicting), and after a fault (a hang,
-// a sticky CUDA error, a killed worker) it probes the device in a fresh worker before taking the
-// next job; a device that does not answer takes no job and is probed again until it does, while
-// the other devices' lanes go on. What a job is and how it runs belongs to the caller (LaneWork).
+// other processes computing on its device (waiting, never evicting), and before its first job
+// and after a fault (a hang, a sticky CUDA error, a killed worker, a device that could not be
+// opened) it probes the device in a fresh worker before taking the next job; a device that does not
+// answer takes no job and is probed again until it does, while the other devices' lanes go on. What
+// a job is and how it runs belongs to the caller (LaneWork).
 //
 // Thread-safety: all methods are thread-safe; LaneWork is called from the lane threads.
 #pragma once
@@ -41,7 +42,8 @@ class LaneWork {
   // Runs one job to its end, on `device` (null on a CPU lane). True when the device must be
   // probed before its next job.
   virtual bool Run(int64_t job, const Device* device) = 0;
-  // "" when a fresh worker sees `device` answer after job `after_job`, else why not.
+  // "" when a fresh worker sees `device` answer after job `after_job` (0: before the lane's first
+  // job), else why not.
   virtual std::string Probe(const Device& device, int64_t after_job) = 0;
   // A lane starts waiting for `processes` foreign compute processes on its device.
   virtual void OnForeignWait(const Device& device, size_t processes) = 0;

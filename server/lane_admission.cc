@@ -1,5 +1,7 @@
 #include "server/lane_admission.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -24,6 +26,23 @@ std::string WithoutOrdinal(const std::string& name) {
 
 std::string DeviceProfile(const gpuqueue::Device& device) {
   return absl::StrCat(WithoutOrdinal(device.name), ", ", device.sm_count, " SMs");
+}
+
+std::vector<gpuqueue::Device> OneLanePerDevice(const std::vector<gpuqueue::Device>& found,
+                                               std::vector<std::string>* dropped) {
+  std::vector<gpuqueue::Device> out;
+  for (const gpuqueue::Device& d : found) {
+    const auto same = [&](const gpuqueue::Device& kept) {
+      return !d.uuid.empty() && kept.uuid == d.uuid;
+    };
+    if (auto it = std::find_if(out.begin(), out.end(), same); it != out.end()) {
+      dropped->push_back(absl::StrCat("device ", d.uuid, " is listed twice (as ", it->name, " and ",
+                                      d.name, "); it gets one lane"));
+      continue;
+    }
+    out.push_back(d);
+  }
+  return out;
 }
 
 std::string DeviceLabel(const gpuqueue::Device& device) {

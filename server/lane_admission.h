@@ -24,6 +24,11 @@ namespace cake::server {
 // ranked together (the probe's name less its ordinal, and the SM count).
 std::string DeviceProfile(const gpuqueue::Device& device);
 
+// One lane per physical device: a device the probe lists twice (a CUDA_VISIBLE_DEVICES naming
+// it twice) keeps its first place; `dropped` gets a line for each repeat.
+std::vector<gpuqueue::Device> OneLanePerDevice(const std::vector<gpuqueue::Device>& found,
+                                               std::vector<std::string>* dropped);
+
 // How the ledger names the device a job ran on: its UUID, else the probe's name.
 std::string DeviceLabel(const gpuqueue::Device& device);
 

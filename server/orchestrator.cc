@@ -140,7 +140,12 @@ absl::Status Orchestrator::Start(const std::string& boot_id) {
     } else if (reply->probe().device_count() == 0) {
       device_note_ = absl::StrCat("no execution device: ", reply->probe().reason());
     } else {
-      devices_ = DevicesOf(reply->probe());
+      std::vector<std::string> repeats;
+      devices_ = OneLanePerDevice(DevicesOf(reply->probe()), &repeats);
+      for (const std::string& r : repeats) {
+        spdlog::warn("{}", r);
+        (void)ledger_->events().Add("device_listed_twice", "", 0, r);
+      }
       execution_device_ = !devices_.empty();
     }
   } else {
@@ -384,22 +389,27 @@ absl::StatusOr<worker::Reply> Orchestrator::RunProbe(const std::string& job_id,
 }
 
 std::string Orchestrator::Probe(const gpuqueue::Device& device, int64_t after_job) {
-  auto reply = RunProbe(absl::StrCat("probe-after-", after_job), &device);
+  // Named per device: lanes probe at once as they start, each in its own job directory.
+  auto reply = RunProbe(absl::StrCat("probe-d", device.ordinal, "-after-", after_job), &device);
   std::string why;
   if (!reply.ok()) {
     why = std::string(reply.status().message());
   } else if (reply->probe().device_count() == 0) {
     why = reply->probe().reason().empty() ? "the device is not visible" : reply->probe().reason();
   }
-  const std::string msg = why.empty()
-                              ? absl::StrCat(device.name, " answers after job ", after_job)
-                              : absl::StrCat(device.name, " does not answer after job ", after_job,
-                                             ": ", why, "; it takes no job until it does");
+  const std::string when =
+      after_job == 0 ? "as its lane starts" : absl::StrCat("after job ", after_job);
+  const std::string label = device.uuid.empty() ? device.name : device.name + " " + device.uuid;
+  const std::string msg = why.empty() ? absl::StrCat(label, " answers ", when)
+                                      : absl::StrCat(label, " does not answer ", when, ": ", why,
+                                                     "; its lane takes no job until it does");
   if (why.empty()) {
     spdlog::info("{}", msg);
   } else {
     spdlog::error("{}", msg);
   }
+  // A probe before the lane's first job is logged only when the device does not answer.
+  if (after_job == 0 && why.empty()) return why;
   auto job = ledger_->jobs().Get(after_job);
   (void)ledger_->events().Add(why.empty() ? "device_probe_ok" : "device_probe_failed",
                               job.ok() ? job->candidate_id : "", after_job, msg);

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -43,6 +44,18 @@ worker::Reply Fail(const std::string& error,
   r.set_ok(false);
   r.set_error(error);
   r.set_failure_class(failure_class);
+  return r;
+}
+
+// The lane's device could not be opened (it left the bus, its driver failed, it is not
+// visible): the machine's failure, and the daemon probes the device before its next job.
+worker::Reply DeviceNotOpened(const absl::Status& s) {
+  const absl::string_view why = s.message();
+  worker::Reply r = Fail(absl::StartsWith(why, "no execution device")
+                             ? std::string(why)
+                             : absl::StrCat("no execution device: ", why),
+                         worker::INFRASTRUCTURE);
+  r.set_device_fault(true);
   return r;
 }
 
@@ -114,9 +127,7 @@ worker::Reply RunCompile(const worker::CompileJob& job) {
 
 worker::Reply RunValidate(const worker::ValidateJob& job) {
   auto g = OpenGpu();
-  if (!g.ok())
-    return Fail(absl::StrCat("no execution device: ", g.status().message()),
-                worker::INFRASTRUCTURE);
+  if (!g.ok()) return DeviceNotOpened(g.status());
   auto image = ReadKernelImage(job.kernel());
   if (!image.ok()) return Fail(image.status());
   ValidationOutcome v = RunValidation(*g, *image, job.contract(), job.seed());
@@ -278,9 +289,7 @@ void NoteForeignProcesses(const Nvml* nvml, unsigned index, const char* when,
 
 worker::Reply RunMeasure(const worker::MeasureJob& job) {
   auto g = OpenGpu();
-  if (!g.ok())
-    return Fail(absl::StrCat("no execution device: ", g.status().message()),
-                worker::INFRASTRUCTURE);
+  if (!g.ok()) return DeviceNotOpened(g.status());
   auto inc_image = ReadKernelImage(job.incumbent());
   auto cha_image = ReadKernelImage(job.challenger());
   if (!inc_image.ok()) return Fail(inc_image.status());
