@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace cake::clients {
@@ -31,7 +32,10 @@ std::string Json(const google::protobuf::Message& m, bool pretty) {
 }
 void PrintStatus(const svc::StatusReply& s) {
   std::cout << "devices:   " << (s.execution_device() ? "" : s.device_note()) << "\n";
-  for (const auto& d : s.devices()) std::cout << "  " << d.name() << "  [" << d.state() << "]\n";
+  for (const auto& d : s.devices())
+    std::cout << "  " << d.name() << (d.uuid().empty() ? "" : "  " + d.uuid()) << "  [" << d.state()
+              << "]  busy " << absl::StrFormat("%.1f", d.busy_seconds()) << " s, " << d.jobs_run()
+              << " job(s) run, " << d.admitted_queued_jobs() << " queued for it\n";
   std::cout << "queue:     " << s.queued_jobs() << " queued, " << s.running_jobs() << " running\n";
   std::cout << "candidates:";
   for (const auto& [k, v] : s.candidates_by_state()) std::cout << " " << k << "=" << v;

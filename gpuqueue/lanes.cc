@@ -39,7 +39,10 @@ Lanes::Lanes(LaneWork* work, std::vector<Device> devices, std::unique_ptr<Foreig
       devices_(std::move(devices)),
       foreign_(std::move(foreign)),
       options_(options),
-      states_(devices_.size(), "idle") {}
+      states_(devices_.size(), "idle"),
+      busy_seconds_(devices_.size(), 0.0),
+      running_since_(devices_.size()),
+      jobs_run_(devices_.size(), 0) {}
 
 Lanes::~Lanes() {
   RequestStop();
@@ -71,8 +74,13 @@ void Lanes::Wake() { cv_.notify_all(); }
 std::vector<Lanes::DeviceState> Lanes::States() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<DeviceState> out;
-  for (size_t d = 0; d < devices_.size(); ++d)
-    out.push_back({devices_[d].name, devices_[d].sm_count, states_[d]});
+  const auto now = std::chrono::steady_clock::now();
+  for (size_t d = 0; d < devices_.size(); ++d) {
+    double busy = busy_seconds_[d];
+    if (running_since_[d]) busy += std::chrono::duration<double>(now - *running_since_[d]).count();
+    out.push_back(
+        {devices_[d].name, devices_[d].sm_count, states_[d], devices_[d].uuid, busy, jobs_run_[d]});
+  }
   return out;
 }
 
@@ -162,7 +170,19 @@ void Lanes::DeviceLane(size_t d) {
       continue;
     }
     SetState(d, "busy");
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      running_since_[d] = std::chrono::steady_clock::now();
+      ++jobs_run_[d];
+    }
     const bool fault = work_->Run(job, &device);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      busy_seconds_[d] +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - *running_since_[d])
+              .count();
+      running_since_[d].reset();
+    }
     SetState(d, "idle");
     Release(job);
     if (fault) {

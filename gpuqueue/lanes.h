@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -85,6 +86,9 @@ class Lanes {
     int sm_count = 0;
     std::string
         state;  // idle | busy | waiting for N foreign process(es) | probing | not answering: ...
+    std::string uuid;
+    double busy_seconds = 0;  // jobs run on this device since Start, ended or running
+    int64_t jobs_run = 0;     // job attempts this lane started
   };
   std::vector<DeviceState> States() const;
   const std::vector<Device>& devices() const { return devices_; }
@@ -113,6 +117,11 @@ class Lanes {
   std::condition_variable cv_;
   std::set<int64_t> claimed_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> states_ ABSL_GUARDED_BY(mu_);
+  // Per device: seconds of ended jobs, the running job's start (nullopt when idle), attempts.
+  std::vector<double> busy_seconds_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::optional<std::chrono::steady_clock::time_point>> running_since_
+      ABSL_GUARDED_BY(mu_);
+  std::vector<int64_t> jobs_run_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> threads_;
 };
 

@@ -2,6 +2,7 @@
 // Nothing here changes the ledger.
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "lane_admission.h"
 #include "orchestrator.h"
 #include "request_limits.h"
 
@@ -23,13 +24,21 @@ absl::StatusOr<v1::StatusReply> Orchestrator::Status() {
   s.set_worker_sandbox(sandbox_note_);
   s.set_execution_device(execution_device_);
   s.set_device_note(device_note_);
-  if (lanes_)
-    for (const gpuqueue::Lanes::DeviceState& d : lanes_->States()) {
+  if (lanes_) {
+    const std::vector<gpuqueue::Lanes::DeviceState> states = lanes_->States();
+    for (size_t i = 0; i < states.size() && i < devices_.size(); ++i) {
+      const gpuqueue::Lanes::DeviceState& d = states[i];
       v1::DeviceStatus* ds = s.add_devices();
       ds->set_name(d.name);
       ds->set_state(d.state);
       ds->set_sm_count(d.sm_count);
+      ds->set_uuid(d.uuid);
+      ds->set_busy_seconds(d.busy_seconds);
+      ds->set_jobs_run(d.jobs_run);
+      ds->set_admitted_queued_jobs(static_cast<int64_t>(Queued(&devices_[i]).size()));
+      ds->set_profile(DeviceProfile(devices_[i]));
     }
+  }
   CAKE_ASSIGN_OR_RETURN(int64_t queued, ledger_->jobs().Count(ledger::JobState::kQueued));
   CAKE_ASSIGN_OR_RETURN(int64_t running, ledger_->jobs().Count(ledger::JobState::kRunning));
   s.set_queued_jobs(queued);
