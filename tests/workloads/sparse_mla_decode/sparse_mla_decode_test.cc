@@ -12,6 +12,7 @@
 #include "workloads/narrow_float.h"
 #include "workloads/sparse_mla_decode/cache_format.h"
 #include "workloads/sparse_mla_decode/oracle.h"
+#include "workloads/sparse_mla_decode/planner.h"
 
 namespace cake::workloads::sparse_mla_decode {
 namespace {
@@ -376,6 +377,74 @@ TEST(Oracle, BadInputNamesTheArgument) {
   bad = p;
   bad.extra_topk = 2;
   EXPECT_NE(CheckProblem(bad).message().find("without an extra cache"), std::string::npos);
+}
+
+// --- the planner ---
+
+TEST(Planner, PropertiesOverTheContractsShapes) {
+  for (int sms : {48, 132, 170, 188})
+    for (int64_t t : {1, 2, 8, 32, 64})
+      for (int64_t h : kHeadCounts)
+        for (auto [topk, extra] : {std::pair<int64_t, int64_t>{512, 128},
+                                   {2048, 512},
+                                   {0, 0},
+                                   {1, 0},
+                                   {64, 1},
+                                   {100, 0}})
+          for (int occupancy : {1, 2}) {
+            auto plan = PlanDecode({sms, occupancy, t, h, topk, extra});
+            ASSERT_TRUE(plan.ok()) << plan.status();
+            const DecodePlan& p = *plan;
+            SCOPED_TRACE(p.reason);
+            EXPECT_EQ(p.heads_per_cta, h % 32 == 0 ? 32 : 16);
+            EXPECT_EQ(p.head_tiles * p.heads_per_cta >= h, true);
+            EXPECT_LT((p.head_tiles - 1) * p.heads_per_cta, h);
+            EXPECT_EQ(p.chunks, (topk + extra + 63) / 64);
+            EXPECT_GE(p.splits, 1);
+            // Every chunk in exactly one split, and no split empty.
+            if (p.chunks > 0) {
+              EXPECT_GE(p.splits * p.chunks_per_split, p.chunks);
+              EXPECT_LT((p.splits - 1) * p.chunks_per_split, p.chunks);
+            }
+            if (p.splits > 1) {
+              EXPECT_GE(p.chunks_per_split, 2) << "a merge for under 2 chunks";
+            }
+            EXPECT_EQ(p.ctas, t * p.head_tiles * p.splits);
+            // A wave is filled unless splits are already as fine as 2 chunks (or one split).
+            if (p.ctas < int64_t{sms} * occupancy) {
+              EXPECT_TRUE(p.splits == 1 || p.chunks_per_split == 2) << p.splits;
+            }
+            EXPECT_EQ(p.workspace_bytes, p.splits > 1 ? t * h * p.splits * 513 * 4 : 0);
+            // More SMs never mean fewer splits.
+            auto bigger = PlanDecode({sms * 2, occupancy, t, h, topk, extra});
+            EXPECT_GE(bigger->splits, p.splits);
+          }
+}
+
+TEST(Planner, TypicalChoicesAndBadInput) {
+  // One token, 128 heads (4 tiles of 32), 2560 candidates (40 chunks) on 132 SMs: 33 splits
+  // would fill the wave, capped at 20 (2 chunks a split).
+  auto p = PlanDecode({132, 1, 1, 128, 2048, 512});
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->head_tiles, 4);
+  EXPECT_EQ(p->splits, 20);
+  EXPECT_EQ(p->chunks_per_split, 2);
+  EXPECT_NE(p->reason.find("capped"), std::string::npos) << p->reason;
+  // 8 tokens x 4 tiles = 32 CTAs a split: 5 splits fill 132 SMs; 40 chunks / 5 = 8 a split.
+  p = PlanDecode({132, 1, 8, 128, 2048, 512});
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->splits, 5);
+  EXPECT_EQ(p->chunks_per_split, 8);
+  EXPECT_EQ(p->workspace_bytes, 8 * 128 * 5 * 513 * 4);
+  // 64 tokens x 4 tiles = 256 CTAs already fill 132 SMs: no split, no workspace.
+  p = PlanDecode({132, 1, 64, 128, 2048, 512});
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->splits, 1);
+  EXPECT_EQ(p->workspace_bytes, 0);
+  EXPECT_FALSE(PlanDecode({0, 1, 1, 16, 64, 0}).ok());
+  EXPECT_FALSE(PlanDecode({132, 1, 0, 16, 64, 0}).ok());
+  EXPECT_NE(PlanDecode({132, 1, 1, 16, -1, 0}).status().message().find("topk -1"),
+            std::string::npos);
 }
 
 }  // namespace
