@@ -9,6 +9,10 @@
 //                daemon's boot probe) but a process whose CUDA_VISIBLE_DEVICES selects only
 //                broken devices finds none (cuInit: CUDA_ERROR_NO_DEVICE), as a card that
 //                dropped off the bus after the probe.
+//   dies.txt     optional, "GPU-…" UUIDs: a context on such a device fails with
+//                CUDA_ERROR_ECC_UNCORRECTABLE and the device is broken from then on (written to
+//                $CAKE_WORKER_FAULT_DIR/fake_cuda_broken.txt, the one folder a confined worker may
+//                write, read like broken.txt), as a card that dies under a job.
 // CUDA_VISIBLE_DEVICES (indices or UUID prefixes, comma-separated) selects and orders devices
 // as the real driver does; a duplicate is listed twice, so the daemon's own check is tested.
 #include <cuda.h>
@@ -68,12 +72,22 @@ std::vector<FakeDevice> AllDevices() {
   return out;
 }
 
-bool Broken(const std::string& uuid_text) {
-  std::ifstream in(Beside("broken.txt"));
+bool Listed(const std::string& file, const std::string& uuid_text) {
+  std::ifstream in(file);
   std::string line;
   while (std::getline(in, line))
     if (line == uuid_text) return true;
   return false;
+}
+
+std::string DiedFile() {
+  const char* dir = std::getenv("CAKE_WORKER_FAULT_DIR");
+  return dir != nullptr && *dir != 0 ? std::string(dir) + "/fake_cuda_broken.txt" : "";
+}
+
+bool Broken(const std::string& uuid_text) {
+  return Listed(Beside("broken.txt"), uuid_text) ||
+         (!DiedFile().empty() && Listed(DiedFile(), uuid_text));
 }
 
 // The devices this process sees, in CUDA_VISIBLE_DEVICES order; filled by cuInit.
@@ -123,6 +137,9 @@ CUresult GetErrorName(CUresult r, const char** s) {
       break;
     case CUDA_ERROR_INVALID_DEVICE:
       *s = "CUDA_ERROR_INVALID_DEVICE";
+      break;
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+      *s = "CUDA_ERROR_ECC_UNCORRECTABLE";
       break;
     default:
       *s = "CUDA_ERROR_UNKNOWN";
@@ -195,6 +212,16 @@ CUresult DeviceTotalMem(size_t* bytes, CUdevice d) {
   return At(d) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
+CUresult PrimaryCtxRetain(CUcontext*, CUdevice d) {
+  const FakeDevice* f = At(d);
+  if (f == nullptr) return CUDA_ERROR_INVALID_DEVICE;
+  if (Listed(Beside("dies.txt"), f->uuid_text)) {
+    if (!DiedFile().empty()) std::ofstream(DiedFile(), std::ios::app) << f->uuid_text << "\n";
+    return CUDA_ERROR_ECC_UNCORRECTABLE;
+  }
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
 // Every entry point that would compute: each keeps its own signature, so the caller's call
 // through the resolved pointer is well-typed.
 template <typename Fn>
@@ -204,22 +231,21 @@ struct Unsupported<CUresult (*)(Args...)> {
   static CUresult Call(Args...) { return CUDA_ERROR_NOT_SUPPORTED; }
 };
 
-#define CAKE_FAKE_UNSUPPORTED(X)                                                                   \
-  X(cuDevicePrimaryCtxRetain)                                                                      \
-  X(cuDevicePrimaryCtxRelease)                                                                     \
-  X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuCtxGetDevice) X(cuModuleLoadData) X(cuModuleUnload)   \
-      X(cuModuleGetFunction) X(cuFuncSetAttribute) X(cuFuncGetAttribute) X(                        \
-          cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuLaunchKernel) X(cuTensorMapEncodeTiled) \
-          X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoD) X(cuMemsetD8) \
-              X(cuMemsetD32) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize)           \
-                  X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventRecordWithFlags)    \
-                      X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventQuery) X(cuStreamQuery) \
-                          X(cuMemsetD32Async) X(cuMemcpyDtoHAsync) X(cuMemGetInfo)                 \
-                              X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemHostGetDevicePointer)      \
-                                  X(cuStreamBeginCapture) X(cuStreamEndCapture)                    \
-                                      X(cuGraphInstantiateWithFlags) X(cuGraphLaunch)              \
-                                          X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuCtxGetId)    \
-                                              X(cuDevicePrimaryCtxReset) X(cuMemGetAddressRange)
+// clang-format off
+#define CAKE_FAKE_UNSUPPORTED(X)                                                              \
+  X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuCtxGetDevice)     \
+  X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncSetAttribute)        \
+  X(cuFuncGetAttribute) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuLaunchKernel)    \
+  X(cuTensorMapEncodeTiled) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)      \
+  X(cuMemcpyDtoD) X(cuMemsetD8) X(cuMemsetD32) X(cuStreamCreate) X(cuStreamDestroy)         \
+  X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)                \
+  X(cuEventRecordWithFlags) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventQuery)     \
+  X(cuStreamQuery) X(cuMemsetD32Async) X(cuMemcpyDtoHAsync) X(cuMemGetInfo)                 \
+  X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemHostGetDevicePointer) X(cuStreamBeginCapture)   \
+  X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch)                     \
+  X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuCtxGetId) X(cuDevicePrimaryCtxReset)          \
+  X(cuMemGetAddressRange)
+// clang-format on
 
 }  // namespace
 
@@ -239,6 +265,7 @@ extern "C" CUresult cuGetProcAddress_v2(const char* symbol, void** fn, int, cuui
                            {"cuDeviceGetUuid", reinterpret_cast<void*>(&DeviceGetUuid)},
                            {"cuDeviceGetAttribute", reinterpret_cast<void*>(&DeviceGetAttribute)},
                            {"cuDeviceTotalMem", reinterpret_cast<void*>(&DeviceTotalMem)},
+                           {"cuDevicePrimaryCtxRetain", reinterpret_cast<void*>(&PrimaryCtxRetain)},
 #define CAKE_FAKE_ENTRY(name) \
   {#name, reinterpret_cast<void*>(&Unsupported<decltype(&::name)>::Call)},
                            CAKE_FAKE_UNSUPPORTED(CAKE_FAKE_ENTRY)

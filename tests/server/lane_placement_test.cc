@@ -5,6 +5,8 @@
 //   - each lane takes only jobs whose contract target its device executes;
 //   - a device the boot's probe listed but that a worker seeing only it cannot open takes no job,
 //     and the job runs on the other admitting lane;
+//   - a device that dies under a job takes its lane out, and the job's retry runs on the other
+//     admitting lane;
 //   - no candidate gets a verdict from any of this;
 //   - a CUDA_VISIBLE_DEVICES that hides every admissible device (and names one twice) is a status
 //     line and a note, no job and no verdict.
@@ -29,8 +31,10 @@ constexpr const char* kBlackwell = "GPU-b0000000-0000-0000-0000-000000000002";
 constexpr const char* kHopperC = "GPU-c0000000-0000-0000-0000-000000000003";
 
 // The fake driver in a folder of its own (outside the state directory, which workers may not
-// read), with its device list and the devices that cannot be opened.
-fs::path FakeDriver(const std::vector<std::string>& broken) {
+// read), with its device list, the devices that cannot be opened, and those that die under the
+// first job that opens them.
+fs::path FakeDriver(const std::vector<std::string>& broken,
+                    const std::vector<std::string>& dies = {}) {
   const fs::path dir = testing::FreshDir("fake_cuda");
   fs::copy_file(FAKE_CUDA_DRIVER, dir / "libcuda.so.1");
   std::ofstream(dir / "devices.txt")
@@ -39,6 +43,8 @@ fs::path FakeDriver(const std::vector<std::string>& broken) {
       << "c0000000000000000000000000000003 9.0 132 NVIDIA H100 80GB HBM3\n";
   std::ofstream b(dir / "broken.txt");
   for (const std::string& uuid : broken) b << uuid << "\n";
+  std::ofstream d(dir / "dies.txt");
+  for (const std::string& uuid : dies) d << uuid << "\n";
   return dir / "libcuda.so.1";
 }
 
@@ -178,6 +184,55 @@ TEST_F(LanePlacementTest, EachLaneTakesOnlyJobsItsDeviceExecutesAndABrokenDevice
   EXPECT_GE(s.devices(2).jobs_run(), 2);
   EXPECT_GT(s.devices(1).busy_seconds(), 0);
   EXPECT_GT(s.devices(2).busy_seconds(), 0);
+  EXPECT_EQ(d.Stop(), 0);
+}
+
+TEST_F(LanePlacementTest, ACardThatDiesUnderAJobTakesItsLaneOutAndTheRetryRunsOnTheOther) {
+  Daemon d(state_, CAKED_PATH, /*no_gpu=*/false);
+  // Both H100s die under the first job that opens them (the fault folder is where the stand-in
+  // driver remembers it).
+  const fs::path faults = testing::FreshDir("fake_cuda_faults");
+  ASSERT_TRUE(
+      d.Start({}, {absl::StrCat("CAKE_LIBCUDA=", FakeDriver({}, {kHopperA, kHopperC}).string()),
+                   absl::StrCat("CAKE_WORKER_FAULT_DIR=", faults.string())}))
+      << d.Log();
+  std::string contract;
+  const std::string baseline = CreateFor(d, "sm_90", &contract);
+  ASSERT_FALSE(baseline.empty());
+  ASSERT_TRUE(Eventually([&] { return GpuAttempts(Attempts(state_, baseline)) >= 2; },
+                         std::chrono::seconds(180)))
+      << d.Log();
+  std::vector<Attempt> gpu;
+  for (const Attempt& a : Attempts(state_, baseline))
+    if (a.kind != "compile") gpu.push_back(a);
+  ASSERT_GE(gpu.size(), 2u);
+  const std::set<std::string> hoppers = {kHopperA, kHopperC};
+  EXPECT_TRUE(hoppers.count(gpu[0].device)) << gpu[0].device;
+  EXPECT_TRUE(hoppers.count(gpu[1].device)) << gpu[1].device;
+  EXPECT_NE(gpu[0].device, gpu[1].device) << "the retry ran on the card that had died";
+  for (const Attempt& a : gpu)
+    EXPECT_NE(a.error.find("CUDA_ERROR_ECC_UNCORRECTABLE"), std::string::npos) << a.error;
+  // Both lanes out; the 5090 never took the sm_90 job; no third attempt (the retry after 10 s
+  // finds no lane that admits it and answers), and no verdict.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const v1::StatusReply s = Status(d);
+        return s.devices_size() == 3 && s.devices(0).state().rfind("not answering", 0) == 0 &&
+               s.devices(2).state().rfind("not answering", 0) == 0;
+      },
+      std::chrono::seconds(30)))
+      << Status(d).DebugString();
+  std::this_thread::sleep_for(std::chrono::seconds(12));
+  EXPECT_EQ(GpuAttempts(Attempts(state_, baseline)), 2u);
+  const v1::StatusReply s = Status(d);
+  EXPECT_EQ(s.devices(1).jobs_run(), 0);
+  EXPECT_EQ(s.devices(1).state(), "idle");
+  EXPECT_EQ(s.devices(0).jobs_run() + s.devices(2).jobs_run(), 2);
+  v1::GetCandidateRequest g;
+  g.set_candidate_id(baseline);
+  evidence::Candidate c;
+  ASSERT_TRUE(d.stub()->GetCandidate(d.Ctx().get(), g, &c).ok());
+  EXPECT_NE(c.state(), evidence::REJECTED) << c.status_note();
   EXPECT_EQ(d.Stop(), 0);
 }
 
