@@ -58,12 +58,19 @@ std::vector<gpuqueue::Device> AdmittingDevices(const compiler::TargetInfo& targe
 }
 
 bool LaneAdmits(const gpuqueue::Device& lane, ledger::JobKind kind,
-                const compiler::TargetInfo& target, const std::vector<gpuqueue::Device>& devices) {
+                const compiler::TargetInfo& target, const std::vector<gpuqueue::Device>& devices,
+                const std::set<std::string>& not_answering) {
   if (!compiler::RunsOn(target, lane.cc_major, lane.cc_minor)) return false;
   if (!TimingJob(kind)) return true;
   const std::vector<gpuqueue::Device> admitting = AdmittingDevices(target, devices);
-  // The lane's own device admits, so the list is not empty.
-  return !admitting.empty() && DeviceProfile(admitting.front()) == DeviceProfile(lane);
+  if (admitting.empty()) return false;  // `lane` is not one of `devices`
+  const gpuqueue::Device* anchor = &admitting.front();
+  for (const gpuqueue::Device& d : admitting)
+    if (!not_answering.count(DeviceLabel(d))) {
+      anchor = &d;
+      break;
+    }
+  return DeviceProfile(*anchor) == DeviceProfile(lane);
 }
 
 std::string NoDeviceForTarget(const compiler::TargetInfo& target,

@@ -5,12 +5,14 @@
 // capability checked against the target table: sm_90 on 9.0, sm_120a on 12.0, sm_121a on 12.1,
 // sm_120f on any 12.x). Correctness jobs (validate, sanitize) go to any admitting device. Timing
 // jobs (measure, regress) go only to devices of the contract's measurement profile: the profile
-// of the first admitting device in probe order. Identical cards share a profile, so their lanes
-// share a contract's timing work; a second model on the host (an H200 beside an H100, an RTX
+// of the first admitting device in probe order that answers its lane's probes (the first
+// admitting one when none does, so timing waits for it). Identical cards share a profile, so their
+// lanes share a contract's timing work; a second model on the host (an H200 beside an H100, an RTX
 // 5090 beside an RTX PRO 6000) never adds samples to the first one's ranking. Each paired
 // measurement runs incumbent and challenger in one worker, on one device.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,9 +39,11 @@ std::vector<gpuqueue::Device> AdmittingDevices(const compiler::TargetInfo& targe
                                                const std::vector<gpuqueue::Device>& devices);
 
 // Whether the lane of `lane` (one of `devices`) may take a job of `kind` for a contract whose
-// execution target is `target`.
+// execution target is `target`; `not_answering` holds the DeviceLabel of devices whose last probe
+// failed.
 bool LaneAdmits(const gpuqueue::Device& lane, ledger::JobKind kind,
-                const compiler::TargetInfo& target, const std::vector<gpuqueue::Device>& devices);
+                const compiler::TargetInfo& target, const std::vector<gpuqueue::Device>& devices,
+                const std::set<std::string>& not_answering = {});
 
 // Why no device of `devices` executes `target`: "no device for target sm_120a on this host:
 // GPU-… is sm_90 (NVIDIA H100 80GB HBM3 (9.0))"; "" when one does.

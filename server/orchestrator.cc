@@ -168,7 +168,12 @@ absl::StatusOr<gpuqueue::Device> Orchestrator::ExecutionDeviceFor(
   auto target = compiler::TargetByName(c.execution_target());
   if (!target.ok()) return absl::FailedPreconditionError(target.status().message());
   const std::vector<gpuqueue::Device> admitting = AdmittingDevices(**target, devices_);
-  if (!admitting.empty()) return admitting.front();
+  if (!admitting.empty()) {
+    absl::MutexLock lock(&not_answering_mu_);
+    for (const gpuqueue::Device& d : admitting)
+      if (!not_answering_.count(DeviceLabel(d))) return d;
+    return admitting.front();
+  }
   return absl::FailedPreconditionError(
       absl::StrCat(NoDeviceForTarget(**target, devices_),
                    "; compiled and receipted only: ", (*target)->witness));
@@ -251,13 +256,19 @@ std::vector<int64_t> Orchestrator::Queued(const gpuqueue::Device* device) {
     return ids;
   }
   // A job of a kind this build does not know goes to a CPU lane, which fails it with the reason.
+  std::set<std::string> not_answering;
+  if (gpu) {
+    absl::MutexLock lock(&not_answering_mu_);
+    not_answering = not_answering_;
+  }
   for (const ledger::JobQueue::QueuedJob& j : *queued) {
     if (RunsOnGpu(j.kind) != gpu) continue;
     // A device lane takes only what its device may run; a job no lane admits stays queued
     // (its candidate's note and status say why), never failed on the wrong card.
     if (gpu) {
       const compiler::TargetInfo* target = ExecutionTargetOf(j.candidate_id);
-      if (target == nullptr || !LaneAdmits(*device, j.kind, *target, devices_)) continue;
+      if (target == nullptr || !LaneAdmits(*device, j.kind, *target, devices_, not_answering))
+        continue;
     }
     ids.push_back(j.id);
   }
@@ -409,6 +420,14 @@ std::string Orchestrator::Probe(const gpuqueue::Device& device, int64_t after_jo
     spdlog::error("{}", msg);
   }
   // A probe before the lane's first job is logged only when the device does not answer.
+  {
+    absl::MutexLock lock(&not_answering_mu_);
+    if (why.empty()) {
+      not_answering_.erase(DeviceLabel(device));
+    } else {
+      not_answering_.insert(DeviceLabel(device));
+    }
+  }
   if (after_job == 0 && why.empty()) return why;
   auto job = ledger_->jobs().Get(after_job);
   (void)ledger_->events().Add(why.empty() ? "device_probe_ok" : "device_probe_failed",

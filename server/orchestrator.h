@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -116,11 +117,11 @@ class Orchestrator : private gpuqueue::LaneWork {
   bool has_execution_device() const { return execution_device_; }
   // The execution devices Start found (one lane each); read-only after Start.
   const std::vector<gpuqueue::Device>& devices() const { return devices_; }
-  // The first device that runs objects of the contract's execution target (whose profile times
-  // the contract: server/lane_admission.h), or FailedPrecondition saying why none does (no
-  // device at all, or only others: "no device for target sm_120f on this host: GPU-… is sm_90
-  // (NVIDIA H100 (9.0)); compiled and receipted only: no SM120 execution witness"). Nothing is
-  // validated, timed or searched for such a contract.
+  // The first device that runs objects of the contract's execution target and answers its probes
+  // (else the first that runs them; its profile times the contract: server/lane_admission.h), or
+  // FailedPrecondition saying why none does (no device at all, or only others: "no device for
+  // target sm_120f on this host: GPU-… is sm_90 (NVIDIA H100 (9.0)); compiled and receipted only:
+  // no SM120 execution witness"). Nothing is validated, timed or searched for such a contract.
   absl::StatusOr<gpuqueue::Device> ExecutionDeviceFor(const contract::Contract& c) const;
 
  private:
@@ -193,6 +194,9 @@ class Orchestrator : private gpuqueue::LaneWork {
   absl::Mutex machine_mu_;
   std::vector<std::pair<ledger::Job, std::string>> unsettled_ ABSL_GUARDED_BY(machine_mu_);
   std::string last_machine_failure_ ABSL_GUARDED_BY(machine_mu_);
+  // Devices whose latest probe failed (DeviceLabel): timing jobs anchor on one that answers.
+  mutable absl::Mutex not_answering_mu_;
+  std::set<std::string> not_answering_ ABSL_GUARDED_BY(not_answering_mu_);
   absl::Mutex targets_mu_;
   std::map<std::string, const compiler::TargetInfo*> target_of_candidate_
       ABSL_GUARDED_BY(targets_mu_);

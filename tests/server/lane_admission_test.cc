@@ -60,6 +60,15 @@ TEST(LaneAdmission, TimingJobsStayOnTheFirstAdmittingDevicesProfile) {
                                                                       "with H100 samples";
     EXPECT_TRUE(LaneAdmits(host[2], kind, Target("sm_90"), host));
   }
+  // With the first H100 not answering, timing anchors on the next admitting device that does:
+  // the H200 (its profile) when it comes first.
+  const std::vector<gpuqueue::Device> h200_first = {host[1], host[0]};
+  EXPECT_FALSE(LaneAdmits(host[0], JobKind::kMeasure, Target("sm_90"), h200_first));
+  EXPECT_TRUE(LaneAdmits(host[0], JobKind::kMeasure, Target("sm_90"), h200_first, {"GPU-b"}));
+  EXPECT_FALSE(LaneAdmits(host[1], JobKind::kMeasure, Target("sm_90"), h200_first, {"GPU-b"}));
+  // None answering: the first admitting device's profile (timing waits for it).
+  EXPECT_TRUE(
+      LaneAdmits(host[1], JobKind::kMeasure, Target("sm_90"), h200_first, {"GPU-a", "GPU-b"}));
   // A binned part of the same name is another profile.
   gpuqueue::Device binned = host[2];
   binned.sm_count = 114;
