@@ -111,6 +111,15 @@ void WriteMetrics(cake::server::Orchestrator& orch, const cake::gpuqueue::Nvml* 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Signals are taken synchronously by the main loop. Blocked before anything starts a thread
+  // (gRPC starts its own as soon as it is first used): a thread that had them unblocked would
+  // take a SIGTERM whenever the main loop is not in sigtimedwait, and its default action would
+  // end the daemon without draining.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   // Under systemd with stderr on the journal, records go to the journal with
   // their priority (journalctl -p warning shows warnings and worse); elsewhere to stderr.
   std::shared_ptr<spdlog::logger> logger;
@@ -228,13 +237,6 @@ int main(int argc, char** argv) {
     spdlog::critical("tokens: {}", std::string(tokens.status().message()));
     return 1;
   }
-
-  // Signals are taken synchronously by the main loop.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   cake::server::OrchestratorConfig ocfg;
   ocfg.worker_path = cfg.worker_path;
