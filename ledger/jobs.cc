@@ -209,11 +209,12 @@ absl::StatusOr<std::vector<JobQueue::QueuedJob>> JobQueue::Queued() {
   auto lock = conn_->Lock();
   CAKE_ASSIGN_OR_RETURN(
       Stmt s,
-      conn_->db().Prepare("SELECT id, kind, candidate_id FROM jobs WHERE state = 'QUEUED' AND "
-                          "not_before_ms <= ? ORDER BY id"));
+      conn_->db().Prepare("SELECT j.id, j.kind, j.candidate_id, coalesce(c.contract_id, '') FROM "
+                          "jobs j LEFT JOIN candidates c ON c.id = j.candidate_id WHERE j.state = "
+                          "'QUEUED' AND j.not_before_ms <= ? ORDER BY j.id"));
   s.Bind(1, NowMs());
   std::vector<QueuedJob> out;
-  while (s.Step()) out.push_back({s.Int(0), ParseJobKind(s.Text(1)), s.Text(2)});
+  while (s.Step()) out.push_back({s.Int(0), ParseJobKind(s.Text(1)), s.Text(2), s.Text(3)});
   CAKE_RETURN_IF_ERROR(s.status());
   return out;
 }

@@ -66,6 +66,7 @@ class JobQueue {
     int64_t id = 0;
     JobKind kind = JobKind::kUnknown;
     std::string candidate_id;
+    std::string contract_id;  // its candidate's ("" when the candidate is not in the ledger)
   };
   absl::StatusOr<std::vector<QueuedJob>> Queued();
   absl::StatusOr<int64_t> Count(JobState state);

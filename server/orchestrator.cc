@@ -179,20 +179,18 @@ absl::StatusOr<gpuqueue::Device> Orchestrator::ExecutionDeviceFor(
                    "; compiled and receipted only: ", (*target)->witness));
 }
 
-const compiler::TargetInfo* Orchestrator::ExecutionTargetOf(const std::string& candidate) {
+const compiler::TargetInfo* Orchestrator::ExecutionTargetOf(const std::string& contract_id) {
   {
     absl::MutexLock lock(&targets_mu_);
-    if (auto it = target_of_candidate_.find(candidate); it != target_of_candidate_.end())
+    if (auto it = target_of_contract_.find(contract_id); it != target_of_contract_.end())
       return it->second;
   }
-  auto cand = ledger_->candidates().Get(candidate);
-  if (!cand.ok()) return nullptr;  // read again next time: the ledger may answer then
-  auto c = ledger_->contracts().Get(cand->contract_id());
-  if (!c.ok()) return nullptr;
+  auto c = ledger_->contracts().Get(contract_id);
+  if (!c.ok()) return nullptr;  // read again next time: the ledger may answer then
   auto target = compiler::TargetByName(c->execution_target());
   const compiler::TargetInfo* t = target.ok() ? *target : nullptr;
   absl::MutexLock lock(&targets_mu_);
-  target_of_candidate_[candidate] = t;
+  target_of_contract_[contract_id] = t;
   return t;
 }
 
@@ -266,7 +264,7 @@ std::vector<int64_t> Orchestrator::Queued(const gpuqueue::Device* device) {
     // A device lane takes only what its device may run; a job no lane admits stays queued
     // (its candidate's note and status say why), never failed on the wrong card.
     if (gpu) {
-      const compiler::TargetInfo* target = ExecutionTargetOf(j.candidate_id);
+      const compiler::TargetInfo* target = ExecutionTargetOf(j.contract_id);
       if (target == nullptr || !LaneAdmits(*device, j.kind, *target, devices_, not_answering))
         continue;
     }

@@ -132,9 +132,9 @@ class Orchestrator : private gpuqueue::LaneWork {
 
   // gpuqueue::LaneWork: what the lanes run.
   std::vector<int64_t> Queued(const gpuqueue::Device* device) override;
-  // The execution target of the candidate's contract (cached: contracts are immutable); null
-  // when it cannot be read or names no known target.
-  const compiler::TargetInfo* ExecutionTargetOf(const std::string& candidate);
+  // The execution target of a contract (cached: contracts are immutable); null when it cannot be
+  // read or names no known target.
+  const compiler::TargetInfo* ExecutionTargetOf(const std::string& contract_id);
   bool Run(int64_t job, const gpuqueue::Device* device) override;
   std::string Probe(const gpuqueue::Device& device, int64_t after_job) override;
   void OnForeignWait(const gpuqueue::Device& device, size_t processes) override;
@@ -198,7 +198,7 @@ class Orchestrator : private gpuqueue::LaneWork {
   mutable absl::Mutex not_answering_mu_;
   std::set<std::string> not_answering_ ABSL_GUARDED_BY(not_answering_mu_);
   absl::Mutex targets_mu_;
-  std::map<std::string, const compiler::TargetInfo*> target_of_candidate_
+  std::map<std::string, const compiler::TargetInfo*> target_of_contract_
       ABSL_GUARDED_BY(targets_mu_);
 };
 

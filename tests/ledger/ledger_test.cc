@@ -144,6 +144,7 @@ TEST_F(LedgerTest, EachAttemptNamesItsDevice) {
   ASSERT_TRUE(queued.ok());
   ASSERT_EQ(queued->size(), 1u);
   EXPECT_EQ(queued->front().candidate_id, "cand-7");
+  EXPECT_EQ(queued->front().contract_id, "") << "its candidate is not in the ledger";
   ASSERT_TRUE((*l)->jobs().MarkRunning(*id, 1, "GPU-aaaa").ok());
   EXPECT_EQ((*l)->jobs().Get(*id)->device, "GPU-aaaa");
   ASSERT_TRUE((*l)->jobs().RetryLater(*id, "the machine failed", 0).ok());
