@@ -36,7 +36,11 @@ void PrintStatus(const svc::StatusReply& s) {
     std::cout << "  " << d.name() << (d.uuid().empty() ? "" : "  " + d.uuid()) << "  [" << d.state()
               << "]  busy " << absl::StrFormat("%.1f", d.busy_seconds()) << " s, " << d.jobs_run()
               << " job(s) run, " << d.admitted_queued_jobs() << " queued for it\n";
-  std::cout << "queue:     " << s.queued_jobs() << " queued, " << s.running_jobs() << " running\n";
+  std::cout << "queue:     " << s.queued_jobs() << " queued, " << s.running_jobs() << " running"
+            << (s.unplaced_jobs() > 0
+                    ? absl::StrCat(" (", s.unplaced_jobs(), " no device lane here admits)")
+                    : "")
+            << "\n";
   std::cout << "candidates:";
   for (const auto& [k, v] : s.candidates_by_state()) std::cout << " " << k << "=" << v;
   std::cout << "\ncontracts:\n";

@@ -1,7 +1,10 @@
 // The orchestrator's read-only views: Status, the metrics snapshot, the event feed and idleness.
 // Nothing here changes the ledger.
+#include <set>
+
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "job_requests.h"
 #include "lane_admission.h"
 #include "orchestrator.h"
 #include "request_limits.h"
@@ -25,6 +28,7 @@ absl::StatusOr<v1::StatusReply> Orchestrator::Status() {
   s.set_execution_device(execution_device_);
   s.set_device_note(device_note_);
   if (lanes_) {
+    std::set<int64_t> placed;
     const std::vector<gpuqueue::Lanes::DeviceState> states = lanes_->States();
     for (size_t i = 0; i < states.size() && i < devices_.size(); ++i) {
       const gpuqueue::Lanes::DeviceState& d = states[i];
@@ -35,9 +39,14 @@ absl::StatusOr<v1::StatusReply> Orchestrator::Status() {
       ds->set_uuid(d.uuid);
       ds->set_busy_seconds(d.busy_seconds);
       ds->set_jobs_run(d.jobs_run);
-      ds->set_admitted_queued_jobs(static_cast<int64_t>(Queued(&devices_[i]).size()));
+      const std::vector<int64_t> admitted = Queued(&devices_[i]);
+      placed.insert(admitted.begin(), admitted.end());
+      ds->set_admitted_queued_jobs(static_cast<int64_t>(admitted.size()));
       ds->set_profile(DeviceProfile(devices_[i]));
     }
+    if (auto due = ledger_->jobs().Queued(); due.ok())
+      for (const ledger::JobQueue::QueuedJob& q : *due)
+        if (RunsOnGpu(q.kind) && !placed.count(q.id)) s.set_unplaced_jobs(s.unplaced_jobs() + 1);
   }
   CAKE_ASSIGN_OR_RETURN(int64_t queued, ledger_->jobs().Count(ledger::JobState::kQueued));
   CAKE_ASSIGN_OR_RETURN(int64_t running, ledger_->jobs().Count(ledger::JobState::kRunning));

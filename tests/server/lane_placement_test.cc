@@ -268,5 +268,37 @@ TEST_F(LanePlacementTest, HidingEveryAdmissibleDeviceIsAStatusLineNotAVerdict) {
   EXPECT_EQ(d.Stop(), 0);
 }
 
+// Jobs queued while an H100 was visible, after a restart that hides both H100s: no lane admits
+// them, status counts them as unplaced, and the RTX 5090 never takes one.
+TEST_F(LanePlacementTest, JobsNoLaneAdmitsAfterARestartWaitAndAreCounted) {
+  const fs::path driver = FakeDriver({});
+  std::string contract, baseline;
+  {
+    Daemon d(state_, CAKED_PATH, /*no_gpu=*/false);
+    ASSERT_TRUE(d.Start({}, {absl::StrCat("CAKE_LIBCUDA=", driver.string())})) << d.Log();
+    baseline = CreateFor(d, "sm_90", &contract);
+    ASSERT_FALSE(baseline.empty());
+    ASSERT_TRUE(Eventually([&] { return GpuAttempts(Attempts(state_, baseline)) >= 1; },
+                           std::chrono::seconds(180)))
+        << d.Log();
+    EXPECT_EQ(Status(d).unplaced_jobs(), 0);
+    EXPECT_EQ(d.Stop(), 0);
+  }
+  const size_t attempts = GpuAttempts(Attempts(state_, baseline));
+  Daemon d(state_, CAKED_PATH, /*no_gpu=*/false);
+  ASSERT_TRUE(d.Start({}, {absl::StrCat("CAKE_LIBCUDA=", driver.string()),
+                           absl::StrCat("CUDA_VISIBLE_DEVICES=", kBlackwell)}))
+      << d.Log();
+  // Once its retry is due, the validate job is queued and placed nowhere.
+  ASSERT_TRUE(Eventually([&] { return Status(d).unplaced_jobs() == 1; }, std::chrono::seconds(40)))
+      << Status(d).DebugString();
+  const v1::StatusReply s = Status(d);
+  ASSERT_EQ(s.devices_size(), 1);
+  EXPECT_EQ(s.devices(0).admitted_queued_jobs(), 0);
+  EXPECT_EQ(s.devices(0).jobs_run(), 0);
+  EXPECT_EQ(GpuAttempts(Attempts(state_, baseline)), attempts);
+  EXPECT_EQ(d.Stop(), 0);
+}
+
 }  // namespace
 }  // namespace cake
