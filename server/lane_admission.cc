@@ -57,20 +57,24 @@ std::vector<gpuqueue::Device> AdmittingDevices(const compiler::TargetInfo& targe
   return out;
 }
 
+std::optional<gpuqueue::Device> MeasurementDevice(const compiler::TargetInfo& target,
+                                                  const std::vector<gpuqueue::Device>& devices,
+                                                  const std::set<std::string>& not_answering) {
+  const std::vector<gpuqueue::Device> admitting = AdmittingDevices(target, devices);
+  if (admitting.empty()) return std::nullopt;
+  for (const gpuqueue::Device& d : admitting)
+    if (!not_answering.count(DeviceLabel(d))) return d;
+  return admitting.front();
+}
+
 bool LaneAdmits(const gpuqueue::Device& lane, ledger::JobKind kind,
                 const compiler::TargetInfo& target, const std::vector<gpuqueue::Device>& devices,
                 const std::set<std::string>& not_answering) {
   if (!compiler::RunsOn(target, lane.cc_major, lane.cc_minor)) return false;
   if (!TimingJob(kind)) return true;
-  const std::vector<gpuqueue::Device> admitting = AdmittingDevices(target, devices);
-  if (admitting.empty()) return false;  // `lane` is not one of `devices`
-  const gpuqueue::Device* anchor = &admitting.front();
-  for (const gpuqueue::Device& d : admitting)
-    if (!not_answering.count(DeviceLabel(d))) {
-      anchor = &d;
-      break;
-    }
-  return DeviceProfile(*anchor) == DeviceProfile(lane);
+  const std::optional<gpuqueue::Device> anchor = MeasurementDevice(target, devices, not_answering);
+  // None when `lane` is not one of `devices`.
+  return anchor && DeviceProfile(*anchor) == DeviceProfile(lane);
 }
 
 std::string NoDeviceForTarget(const compiler::TargetInfo& target,

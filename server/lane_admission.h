@@ -12,6 +12,7 @@
 // measurement runs incumbent and challenger in one worker, on one device.
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -38,9 +39,15 @@ std::string DeviceLabel(const gpuqueue::Device& device);
 std::vector<gpuqueue::Device> AdmittingDevices(const compiler::TargetInfo& target,
                                                const std::vector<gpuqueue::Device>& devices);
 
+// The device whose profile times a contract of `target`: the first device executing it that is
+// not in `not_answering` (DeviceLabels of devices whose last probe failed), else the first
+// executing it; nullopt when none does.
+std::optional<gpuqueue::Device> MeasurementDevice(const compiler::TargetInfo& target,
+                                                  const std::vector<gpuqueue::Device>& devices,
+                                                  const std::set<std::string>& not_answering);
+
 // Whether the lane of `lane` (one of `devices`) may take a job of `kind` for a contract whose
-// execution target is `target`; `not_answering` holds the DeviceLabel of devices whose last probe
-// failed.
+// execution target is `target`; `not_answering` as for MeasurementDevice.
 bool LaneAdmits(const gpuqueue::Device& lane, ledger::JobKind kind,
                 const compiler::TargetInfo& target, const std::vector<gpuqueue::Device>& devices,
                 const std::set<std::string>& not_answering = {});

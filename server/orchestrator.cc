@@ -167,16 +167,16 @@ absl::StatusOr<gpuqueue::Device> Orchestrator::ExecutionDeviceFor(
   if (!execution_device_) return absl::FailedPreconditionError(device_note_);
   auto target = compiler::TargetByName(c.execution_target());
   if (!target.ok()) return absl::FailedPreconditionError(target.status().message());
-  const std::vector<gpuqueue::Device> admitting = AdmittingDevices(**target, devices_);
-  if (!admitting.empty()) {
-    absl::MutexLock lock(&not_answering_mu_);
-    for (const gpuqueue::Device& d : admitting)
-      if (!not_answering_.count(DeviceLabel(d))) return d;
-    return admitting.front();
-  }
+  if (std::optional<gpuqueue::Device> d = MeasurementDevice(**target, devices_, NotAnswering()))
+    return *d;
   return absl::FailedPreconditionError(
       absl::StrCat(NoDeviceForTarget(**target, devices_),
                    "; compiled and receipted only: ", (*target)->witness));
+}
+
+std::set<std::string> Orchestrator::NotAnswering() const {
+  absl::MutexLock lock(&not_answering_mu_);
+  return not_answering_;
 }
 
 const compiler::TargetInfo* Orchestrator::ExecutionTargetOf(const std::string& contract_id) {
@@ -254,11 +254,7 @@ std::vector<int64_t> Orchestrator::Queued(const gpuqueue::Device* device) {
     return ids;
   }
   // A job of a kind this build does not know goes to a CPU lane, which fails it with the reason.
-  std::set<std::string> not_answering;
-  if (gpu) {
-    absl::MutexLock lock(&not_answering_mu_);
-    not_answering = not_answering_;
-  }
+  const std::set<std::string> not_answering = gpu ? NotAnswering() : std::set<std::string>{};
   for (const ledger::JobQueue::QueuedJob& j : *queued) {
     if (RunsOnGpu(j.kind) != gpu) continue;
     // A device lane takes only what its device may run; a job no lane admits stays queued

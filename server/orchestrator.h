@@ -135,6 +135,8 @@ class Orchestrator : private gpuqueue::LaneWork {
   // The execution target of a contract (cached: contracts are immutable); null when it cannot be
   // read or names no known target.
   const compiler::TargetInfo* ExecutionTargetOf(const std::string& contract_id);
+  // DeviceLabels of the devices whose latest probe failed (a copy).
+  std::set<std::string> NotAnswering() const;
   bool Run(int64_t job, const gpuqueue::Device* device) override;
   std::string Probe(const gpuqueue::Device& device, int64_t after_job) override;
   void OnForeignWait(const gpuqueue::Device& device, size_t processes) override;
