@@ -246,16 +246,21 @@ gpuqueue::SandboxOptions Orchestrator::WorkerOptions(const std::string& job_name
 }
 
 std::vector<int64_t> Orchestrator::Queued(const gpuqueue::Device* device) {
-  const bool gpu = device != nullptr;
-  std::vector<int64_t> ids;
   auto queued = ledger_->jobs().Queued();
   if (!queued.ok()) {
     spdlog::error("reading the job queue failed: {}", queued.status().ToString());
-    return ids;
+    return {};
   }
+  return Admitted(*queued, device, device == nullptr ? std::set<std::string>{} : NotAnswering());
+}
+
+std::vector<int64_t> Orchestrator::Admitted(const std::vector<ledger::JobQueue::QueuedJob>& queued,
+                                            const gpuqueue::Device* device,
+                                            const std::set<std::string>& not_answering) {
+  const bool gpu = device != nullptr;
+  std::vector<int64_t> ids;
   // A job of a kind this build does not know goes to a CPU lane, which fails it with the reason.
-  const std::set<std::string> not_answering = gpu ? NotAnswering() : std::set<std::string>{};
-  for (const ledger::JobQueue::QueuedJob& j : *queued) {
+  for (const ledger::JobQueue::QueuedJob& j : queued) {
     if (RunsOnGpu(j.kind) != gpu) continue;
     // A device lane takes only what its device may run; a job no lane admits stays queued
     // (its candidate's note and status say why), never failed on the wrong card.

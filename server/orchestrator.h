@@ -132,6 +132,10 @@ class Orchestrator : private gpuqueue::LaneWork {
 
   // gpuqueue::LaneWork: what the lanes run.
   std::vector<int64_t> Queued(const gpuqueue::Device* device) override;
+  // The jobs of `queued` the lane of `device` (null: a CPU lane) may take, in queue order.
+  std::vector<int64_t> Admitted(const std::vector<ledger::JobQueue::QueuedJob>& queued,
+                                const gpuqueue::Device* device,
+                                const std::set<std::string>& not_answering);
   // The execution target of a contract (cached: contracts are immutable); null when it cannot be
   // read or names no known target.
   const compiler::TargetInfo* ExecutionTargetOf(const std::string& contract_id);

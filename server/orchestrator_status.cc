@@ -28,6 +28,10 @@ absl::StatusOr<v1::StatusReply> Orchestrator::Status() {
   s.set_execution_device(execution_device_);
   s.set_device_note(device_note_);
   if (lanes_) {
+    // The queue is read once for every lane's admitted count and the unplaced jobs.
+    CAKE_ASSIGN_OR_RETURN(const std::vector<ledger::JobQueue::QueuedJob> due,
+                          ledger_->jobs().Queued());
+    const std::set<std::string> not_answering = NotAnswering();
     std::set<int64_t> placed;
     const std::vector<gpuqueue::Lanes::DeviceState> states = lanes_->States();
     for (size_t i = 0; i < states.size() && i < devices_.size(); ++i) {
@@ -39,14 +43,13 @@ absl::StatusOr<v1::StatusReply> Orchestrator::Status() {
       ds->set_uuid(d.uuid);
       ds->set_busy_seconds(d.busy_seconds);
       ds->set_jobs_run(d.jobs_run);
-      const std::vector<int64_t> admitted = Queued(&devices_[i]);
+      const std::vector<int64_t> admitted = Admitted(due, &devices_[i], not_answering);
       placed.insert(admitted.begin(), admitted.end());
       ds->set_admitted_queued_jobs(static_cast<int64_t>(admitted.size()));
       ds->set_profile(DeviceProfile(devices_[i]));
     }
-    if (auto due = ledger_->jobs().Queued(); due.ok())
-      for (const ledger::JobQueue::QueuedJob& q : *due)
-        if (RunsOnGpu(q.kind) && !placed.count(q.id)) s.set_unplaced_jobs(s.unplaced_jobs() + 1);
+    for (const ledger::JobQueue::QueuedJob& q : due)
+      if (RunsOnGpu(q.kind) && !placed.count(q.id)) s.set_unplaced_jobs(s.unplaced_jobs() + 1);
   }
   CAKE_ASSIGN_OR_RETURN(int64_t queued, ledger_->jobs().Count(ledger::JobState::kQueued));
   CAKE_ASSIGN_OR_RETURN(int64_t running, ledger_->jobs().Count(ledger::JobState::kRunning));
