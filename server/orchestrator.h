@@ -122,6 +122,7 @@ class Orchestrator : private gpuqueue::LaneWork {
   // FailedPrecondition saying why none does (no device at all, or only others: "no device for
   // target sm_120f on this host: GPU-… is sm_90 (NVIDIA H100 (9.0)); compiled and receipted only:
   // no SM120 execution witness"). Nothing is validated, timed or searched for such a contract.
+  // In server/orchestrator_devices.cc, with the lanes' admission and the probes.
   absl::StatusOr<gpuqueue::Device> ExecutionDeviceFor(const contract::Contract& c) const;
 
  private:
