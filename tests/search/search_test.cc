@@ -429,7 +429,8 @@ TEST(SearchLoop, ASecondContractStartsFromTheRowsTheDeviceMeasuredForTheFirst) {
 
 TEST(SearchLoop, IsRefusedWhenNoDeviceRunsTheExecutionTargetAndEndsWhenItGoes) {
   SimulatedDevice sim(std::random_device{}());
-  sim.device_note = "no device for target sm_120f on this host: device 0 is sm_90 (NVIDIA H100 (9.0))";
+  sim.device_note =
+      "no device for target sm_120f on this host: device 0 is sm_90 (NVIDIA H100 (9.0))";
   v1::StartSearchRequest req;
   req.set_contract_id("k1");
   req.set_budget_seconds(60);
