@@ -63,18 +63,20 @@ std::string MetricsText(const MetricsInput& in) {
   Family(&out, "caked_gpu_lane_busy_seconds_total", "counter",
          "Seconds the GPU lanes spent running jobs, all devices together.");
   absl::StrAppend(&out, "caked_gpu_lane_busy_seconds_total ", absl::StrFormat("%.3f", gpu), "\n");
+  // A device is labelled as the ledger names it: its UUID, else the probe's name.
+  const auto device = [](const v1::DeviceStatus& d) {
+    return Label(d.uuid().empty() ? d.name() : d.uuid());
+  };
   Family(&out, "caked_device_busy_seconds_total", "counter",
          "Seconds each device's lane spent running jobs since caked started.");
   for (const v1::DeviceStatus& d : in.status.devices())
-    absl::StrAppend(&out, "caked_device_busy_seconds_total{device=\"",
-                    Label(d.uuid().empty() ? d.name() : d.uuid()), "\"} ",
+    absl::StrAppend(&out, "caked_device_busy_seconds_total{device=\"", device(d), "\"} ",
                     absl::StrFormat("%.3f", d.busy_seconds()), "\n");
   Family(&out, "caked_device_queued_jobs", "gauge",
          "Jobs queued now that each device's lane admits (its target and profile).");
   for (const v1::DeviceStatus& d : in.status.devices())
-    absl::StrAppend(&out, "caked_device_queued_jobs{device=\"",
-                    Label(d.uuid().empty() ? d.name() : d.uuid()), "\"} ", d.admitted_queued_jobs(),
-                    "\n");
+    absl::StrAppend(&out, "caked_device_queued_jobs{device=\"", device(d), "\"} ",
+                    d.admitted_queued_jobs(), "\n");
   Family(&out, "caked_device_sm_clock_mhz", "gauge", "SM clock of each device now (NVML).");
   for (size_t i = 0; i < in.sm_mhz.size(); ++i)
     if (!std::isnan(in.sm_mhz[i]))

@@ -30,6 +30,13 @@ TEST(Metrics, FamiliesSamplesAndLabels) {
              {"validate", "FAILED", 1, double(validate_s)}};
   in.promotions = {{"ct-\"odd\"\\name", 2}};
   in.sm_mhz = {1980, std::nanf("")};
+  v1::DeviceStatus* named = in.status.add_devices();
+  named->set_name("0: NVIDIA H100 80GB HBM3 (9.0)");
+  named->set_uuid("GPU-a1");
+  named->set_busy_seconds(12.5);
+  named->set_admitted_queued_jobs(3);
+  v1::DeviceStatus* unnamed = in.status.add_devices();
+  unnamed->set_name("1: old (9.0)");
   const std::string text = MetricsText(in);
   std::set<std::string> declared;
   for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
@@ -55,6 +62,13 @@ TEST(Metrics, FamiliesSamplesAndLabels) {
       << text;
   EXPECT_NE(text.find("caked_device_sm_clock_mhz{index=\"0\"} 1980\n"), std::string::npos);
   EXPECT_EQ(text.find("index=\"1\""), std::string::npos) << "an unknown clock is left out";
+  // Devices by UUID, else by the probe's name.
+  EXPECT_NE(text.find("caked_device_busy_seconds_total{device=\"GPU-a1\"} 12.500\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("caked_device_queued_jobs{device=\"GPU-a1\"} 3\n"), std::string::npos);
+  EXPECT_NE(text.find("caked_device_busy_seconds_total{device=\"1: old (9.0)\"} 0.000\n"),
+            std::string::npos);
 }
 
 TEST(Metrics, TheFileIsReplacedWhole) {
