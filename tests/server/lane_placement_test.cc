@@ -30,24 +30,6 @@ constexpr const char* kHopperA = "GPU-a0000000-0000-0000-0000-000000000001";
 constexpr const char* kBlackwell = "GPU-b0000000-0000-0000-0000-000000000002";
 constexpr const char* kHopperC = "GPU-c0000000-0000-0000-0000-000000000003";
 
-// The fake driver in a folder of its own (outside the state directory, which workers may not
-// read), with its device list, the devices that cannot be opened, and those that die under the
-// first job that opens them.
-fs::path FakeDriver(const std::vector<std::string>& broken,
-                    const std::vector<std::string>& dies = {}) {
-  const fs::path dir = testing::FreshDir("fake_cuda");
-  fs::copy_file(FAKE_CUDA_DRIVER, dir / "libcuda.so.1");
-  std::ofstream(dir / "devices.txt")
-      << "a0000000000000000000000000000001 9.0 132 NVIDIA H100 80GB HBM3\n"
-      << "b0000000000000000000000000000002 12.0 170 NVIDIA GeForce RTX 5090\n"
-      << "c0000000000000000000000000000003 9.0 132 NVIDIA H100 80GB HBM3\n";
-  std::ofstream b(dir / "broken.txt");
-  for (const std::string& uuid : broken) b << uuid << "\n";
-  std::ofstream d(dir / "dies.txt");
-  for (const std::string& uuid : dies) d << uuid << "\n";
-  return dir / "libcuda.so.1";
-}
-
 struct Attempt {
   std::string kind, device, error;
 };
@@ -119,6 +101,38 @@ bool Eventually(const std::function<bool()>& pred, std::chrono::seconds limit) {
 class LanePlacementTest : public testing::StateDirTest {
  protected:
   LanePlacementTest() : StateDirTest("caked_lanes") {}
+  void TearDown() override {
+    std::error_code ec;
+    for (const fs::path& dir : scratch_) fs::remove_all(dir, ec);
+    StateDirTest::TearDown();
+  }
+
+  // A fresh folder outside the state directory, removed after the test.
+  fs::path Scratch(const std::string& name) {
+    scratch_.push_back(testing::FreshDir(name));
+    return scratch_.back();
+  }
+
+  // The fake driver in a folder of its own (outside the state directory, which workers may not
+  // read), with its device list, the devices that cannot be opened, and those that die under the
+  // first job that opens them.
+  fs::path FakeDriver(const std::vector<std::string>& broken,
+                      const std::vector<std::string>& dies = {}) {
+    const fs::path dir = Scratch("fake_cuda");
+    fs::copy_file(FAKE_CUDA_DRIVER, dir / "libcuda.so.1");
+    std::ofstream(dir / "devices.txt")
+        << "a0000000000000000000000000000001 9.0 132 NVIDIA H100 80GB HBM3\n"
+        << "b0000000000000000000000000000002 12.0 170 NVIDIA GeForce RTX 5090\n"
+        << "c0000000000000000000000000000003 9.0 132 NVIDIA H100 80GB HBM3\n";
+    std::ofstream b(dir / "broken.txt");
+    for (const std::string& uuid : broken) b << uuid << "\n";
+    std::ofstream d(dir / "dies.txt");
+    for (const std::string& uuid : dies) d << uuid << "\n";
+    return dir / "libcuda.so.1";
+  }
+
+ private:
+  std::vector<fs::path> scratch_;
 };
 
 TEST_F(LanePlacementTest, EachLaneTakesOnlyJobsItsDeviceExecutesAndABrokenDeviceTakesNone) {
@@ -191,7 +205,7 @@ TEST_F(LanePlacementTest, ACardThatDiesUnderAJobTakesItsLaneOutAndTheRetryRunsOn
   Daemon d(state_, CAKED_PATH, /*no_gpu=*/false);
   // Both H100s die under the first job that opens them (the fault folder is where the stand-in
   // driver remembers it).
-  const fs::path faults = testing::FreshDir("fake_cuda_faults");
+  const fs::path faults = Scratch("fake_cuda_faults");
   ASSERT_TRUE(
       d.Start({}, {absl::StrCat("CAKE_LIBCUDA=", FakeDriver({}, {kHopperA, kHopperC}).string()),
                    absl::StrCat("CAKE_WORKER_FAULT_DIR=", faults.string())}))
