@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include "campaign.h"
 #include "tests/compiler/test_util.h"
@@ -29,15 +31,34 @@ void Expect(const fault::CampaignResult& r) {
   for (const std::string& f : r.failures) ADD_FAILURE() << f;
 }
 
-TEST(FaultCampaign, KillsLoseNothingAndLeaveNoOrphans) {
-  const auto r = fault::RunKillCampaign(Short(false));
+// A campaign's scratch folder (its daemons' states and ledgers, about 100 MB) is removed when the
+// test passed and kept to be looked at when it failed.
+class FaultCampaign : public ::testing::Test {
+ protected:
+  fault::CampaignOptions Options(bool process_group) {
+    fault::CampaignOptions o = Short(process_group);
+    work_.push_back(o.work);
+    return o;
+  }
+  void TearDown() override {
+    if (HasFailure()) return;
+    std::error_code ec;
+    for (const std::filesystem::path& dir : work_) std::filesystem::remove_all(dir, ec);
+  }
+
+ private:
+  std::vector<std::filesystem::path> work_;
+};
+
+TEST_F(FaultCampaign, KillsLoseNothingAndLeaveNoOrphans) {
+  const auto r = fault::RunKillCampaign(Options(false));
   Expect(r);
   EXPECT_GT(r.report["proposals_acknowledged"].get<int>(), 0);
   EXPECT_EQ(r.report["integrity_check_ok"].get<int>(), 25);
 }
 
-TEST(FaultCampaign, RestartsMidJobEndEveryJobOnce) {
-  const auto r = fault::RunRestartCampaign(Short(false));
+TEST_F(FaultCampaign, RestartsMidJobEndEveryJobOnce) {
+  const auto r = fault::RunRestartCampaign(Options(false));
   Expect(r);
   EXPECT_GT(r.report["restarts_with_a_job_running"].get<int>(), 0);
 }
@@ -52,14 +73,14 @@ bool WorkersUnconfined() {
   return s == "false" || s == "0" || s == "off" || s == "no";
 }
 
-TEST(FaultCampaign, HostileWorkersAreContained) {
+TEST_F(FaultCampaign, HostileWorkersAreContained) {
   if (WorkersUnconfined()) GTEST_SKIP() << "CAKED_CONFINE_WORKERS=false: confinement not checked";
-  Expect(fault::RunHostileSuite(Short(false)));
+  Expect(fault::RunHostileSuite(Options(false)));
 }
 
-TEST(FaultCampaign, HostileWorkersAreContainedByTheProcessGroupFallback) {
+TEST_F(FaultCampaign, HostileWorkersAreContainedByTheProcessGroupFallback) {
   if (WorkersUnconfined()) GTEST_SKIP() << "CAKED_CONFINE_WORKERS=false: confinement not checked";
-  Expect(fault::RunHostileSuite(Short(true)));
+  Expect(fault::RunHostileSuite(Options(true)));
 }
 
 }  // namespace
