@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "CLI/CLI.hpp"
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -286,7 +287,12 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  if (absl::Status s = cake::server::PrepareWorkerPaths(cfg, &ocfg); !s.ok()) {
+  cake::server::WorkerCopies worker_copies;
+  // Every return from here on removes the copies (the scope guard), the clean stop included.
+  absl::Cleanup remove_copies = [&worker_copies] {
+    cake::server::RemoveWorkerCopies(worker_copies);
+  };
+  if (absl::Status s = cake::server::PrepareWorkerPaths(cfg, &ocfg, &worker_copies); !s.ok()) {
     spdlog::critical("{}", std::string(s.message()));
     return 1;
   }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/files.h"
 #include "compiler/toolchain.h"
 #include "gpuqueue/worker_reach.h"
 #include "gpuqueue/worker_sandbox.h"
@@ -18,16 +19,23 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr char kStateDirMarker[] = "state_dir";
+
+bool IsDefaultRuntime(const DaemonConfig& cfg) {
+  const char* r = std::getenv("RUNTIME_DIRECTORY");
+  return cfg.runtime_dir.empty() && (r == nullptr || *r == '\0');
+}
+
 std::string RuntimeDir(const DaemonConfig& cfg, const OrchestratorConfig& o) {
   if (!cfg.runtime_dir.empty()) return cfg.runtime_dir;
   if (const char* r = std::getenv("RUNTIME_DIRECTORY"); r != nullptr && *r)
     return std::string(absl::string_view(r).substr(0, absl::string_view(r).find(':')));
-  return (fs::path("/run/cake") / o.containment_scope).string();
+  return (fs::path(kDefaultRuntimeParent) / o.containment_scope).string();
 }
 
 // Copies what the worker uid cannot reach but can run from a copy; says so in the log.
 absl::Status MirrorUnreachable(uid_t uid, gid_t gid, const std::string& runtime,
-                               const std::string& cuobjdump, OrchestratorConfig* o) {
+                               const std::string& cuobjdump, OrchestratorConfig* o, int* copied) {
   std::vector<gpuqueue::PathNeed> needs = {{"the worker", o->worker_path, X_OK}};
   if (!cuobjdump.empty()) needs.push_back({"cuobjdump", cuobjdump, X_OK});
   auto unreachable = gpuqueue::FindUnreachable(uid, gid, needs);
@@ -38,6 +46,7 @@ absl::Status MirrorUnreachable(uid_t uid, gid_t gid, const std::string& runtime,
       return absl::FailedPreconditionError(
           absl::StrCat(gpuqueue::DescribeUnreachable(uid, u),
                        "; and no copy could be made: ", copy.status().message()));
+    ++*copied;
     spdlog::info(
         "the worker uid {} cannot reach {} at {} ({} is mode {:04o}): workers run a copy, {}", uid,
         u.need.what, u.need.path, u.blocking, u.mode, *copy);
@@ -58,7 +67,29 @@ absl::Status MirrorUnreachable(uid_t uid, gid_t gid, const std::string& runtime,
 
 }  // namespace
 
-absl::Status PrepareWorkerPaths(const DaemonConfig& cfg, OrchestratorConfig* o) {
+int PruneAbandonedRuntimeScopes(const std::string& parent) {
+  int removed = 0;
+  std::error_code ec;
+  for (const fs::directory_entry& scope : fs::directory_iterator(parent, ec)) {
+    // Only folders this daemon made (they name their state folder); nothing else is touched.
+    const std::string state = base::ReadFileBytes(scope.path() / kStateDirMarker);
+    if (state.empty() || fs::exists(state, ec)) continue;
+    if (fs::remove_all(scope.path(), ec) != static_cast<std::uintmax_t>(-1) && !ec) ++removed;
+  }
+  return removed;
+}
+
+void RemoveWorkerCopies(const WorkerCopies& copies) {
+  std::error_code ec;
+  if (!copies.scope_dir.empty())
+    fs::remove_all(copies.scope_dir, ec);
+  else if (!copies.bin_dir.empty())
+    fs::remove_all(copies.bin_dir, ec);
+  if (ec) spdlog::warn("cannot remove the workers' copies: {}", ec.message());
+}
+
+absl::Status PrepareWorkerPaths(const DaemonConfig& cfg, OrchestratorConfig* o,
+                                WorkerCopies* copies) {
   std::string nvcc, cuobjdump;
   if (auto tc = compiler::DetectToolchain(); tc.ok()) {
     nvcc = tc->nvcc;
@@ -67,7 +98,25 @@ absl::Status PrepareWorkerPaths(const DaemonConfig& cfg, OrchestratorConfig* o) 
   if (o->worker_uid >= 0) {
     const auto uid = static_cast<uid_t>(o->worker_uid);
     const auto gid = static_cast<gid_t>(o->worker_gid >= 0 ? o->worker_gid : o->worker_uid);
-    absl::Status mirrored = MirrorUnreachable(uid, gid, RuntimeDir(cfg, *o), cuobjdump, o);
+    const std::string runtime = RuntimeDir(cfg, *o);
+    if (IsDefaultRuntime(cfg)) {
+      // Copies left by daemons killed before they could remove them; each scope is ~60 MB.
+      if (int pruned = PruneAbandonedRuntimeScopes(kDefaultRuntimeParent); pruned > 0)
+        spdlog::info("removed {} runtime folder(s) under {} whose state folder is gone", pruned,
+                     kDefaultRuntimeParent);
+    }
+    int copied = 0;
+    absl::Status mirrored = MirrorUnreachable(uid, gid, runtime, cuobjdump, o, &copied);
+    if (copied > 0) {
+      copies->bin_dir = (fs::path(runtime) / "bin").string();
+      if (IsDefaultRuntime(cfg)) {
+        copies->scope_dir = runtime;
+        if (absl::Status s =
+                base::WriteFileAtomically(fs::path(runtime) / kStateDirMarker, o->state_dir, 0644);
+            !s.ok())
+          spdlog::warn("{}", std::string(s.message()));
+      }
+    }
     if (!mirrored.ok()) return mirrored;
     if (auto it = o->worker_env.find("CAKE_CUOBJDUMP"); it != o->worker_env.end())
       cuobjdump = it->second;

@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
+#include "base/digest.h"
 #include "compiler/toolchain.h"
 #include "daemon_fixture.h"
+#include "server/worker_paths.h"
 #include "tests/compiler/test_util.h"
 
 namespace cake {
@@ -74,6 +76,54 @@ TEST_F(PrivateCheckoutTest, JobsRunFromCopiesTheWorkerUidCanReach) {
   EXPECT_TRUE(d.WaitFor(page.candidates(0).id(), [](const evidence::Candidate& c) {
     return c.state() == evidence::COMPILED;
   })) << d.Log();
+  // The copies are the daemon's: a clean stop removes them, not the folder it was given.
+  EXPECT_EQ(d.Stop(), 0) << d.Log();
+  EXPECT_FALSE(fs::exists(runtime_ / "bin"));
+  EXPECT_TRUE(fs::exists(runtime_));
+}
+
+TEST_F(PrivateCheckoutTest, DefaultRuntimeFoldersGoWithTheirDaemonOrTheirStateFolder) {
+  // Each daemon copies ~60 MB under /run/cake/SCOPE; left behind by every stop, they filled disks.
+  const auto scope_of = [](const fs::path& state) {
+    return fs::path(server::kDefaultRuntimeParent) /
+           base::Sha256Hex(fs::absolute(state).lexically_normal().string()).substr(0, 12);
+  };
+  const fs::path scope = scope_of(state_);
+  Daemon d(state_, Caked());
+  ASSERT_TRUE(d.Start({}, {"RUNTIME_DIRECTORY="})) << d.Log();
+  EXPECT_TRUE(fs::exists(scope / "bin" / "cake-worker")) << d.Log();
+  EXPECT_EQ(testing::ReadText(scope / "state_dir"),
+            fs::absolute(state_).lexically_normal().string());
+  EXPECT_EQ(d.Stop(), 0) << d.Log();
+  EXPECT_FALSE(fs::exists(scope)) << "a clean stop removes its runtime folder";
+
+  // A daemon killed before it could clean up leaves its copies; the next start (of any state
+  // folder) removes them once their state folder is gone, and keeps those of live ones.
+  ASSERT_TRUE(d.Start({}, {"RUNTIME_DIRECTORY="})) << d.Log();
+  d.Kill();
+  ASSERT_TRUE(fs::exists(scope / "bin" / "cake-worker"));
+  const fs::path unrelated = fs::path(server::kDefaultRuntimeParent) / "not-made-by-caked";
+  fs::create_directories(unrelated);
+  const fs::path other_state = testing::FreshDir("caked_private_other");
+  const fs::path other_scope = scope_of(other_state);
+  {
+    Daemon other(other_state, Caked());
+    ASSERT_TRUE(other.Start({}, {"RUNTIME_DIRECTORY="})) << other.Log();
+    EXPECT_TRUE(fs::exists(scope)) << "its state folder still exists: " << other.Log();
+    EXPECT_EQ(other.Stop(), 0);
+    std::error_code ec;
+    fs::remove_all(state_, ec);
+    ASSERT_TRUE(other.Start({}, {"RUNTIME_DIRECTORY="})) << other.Log();
+    EXPECT_FALSE(fs::exists(scope)) << other.Log();
+    EXPECT_NE(other.Log().find("removed 1 runtime folder(s) under /run/cake"), std::string::npos)
+        << other.Log();
+    EXPECT_TRUE(fs::exists(unrelated)) << "a folder without a state_dir file is not touched";
+    other.Kill();
+  }
+  std::error_code ec;
+  fs::remove_all(unrelated, ec);
+  fs::remove_all(other_scope, ec);
+  fs::remove_all(other_state, ec);
 }
 
 TEST_F(PrivateCheckoutTest, WhatCannotBeCopiedStopsTheStartNamingUidPathAndMode) {
