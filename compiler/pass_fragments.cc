@@ -55,11 +55,16 @@ void CheckMatrixLoad(const KernelGraph& g, const OpNode& n, DiagnosticSink& sink
   // 8-bit operands of m16n8k32 stored K-contiguous (rows along K, as every stage buffer is) may
   // be read with the b16 forms: a 16-bit unit is two adjacent K elements, and the m16n8k32 8-bit
   // fragments coincide register for register with the m16n8k16 16-bit ones (PTX ISA fragment
-  // layouts). The transposing form would swap 16-bit units, not bytes: not allowed.
+  // layouts). The transposing form would swap 16-bit units, not bytes: not allowed. Likewise
+  // E2M1 packed two to a byte (PACKED_FP4, K-contiguous) for m16n8k64: a 16-bit unit is four
+  // adjacent K elements, and the m16n8k64 4-bit fragments coincide with the m16n8k16 ones.
   const bool paired_bytes = bits == 8 && ml.form() != ir::LDMATRIX_X4_TRANS &&
                             instr.shape() == ir::M16N8K32 && DTypeBits(want) == 8;
+  const bool packed_nibbles = bits == 4 && kind == ir::Representation::PACKED_FP4 &&
+                              ml.form() != ir::LDMATRIX_X4_TRANS && instr.shape() == ir::M16N8K64 &&
+                              DTypeBits(want) == 4;
   ++checks;
-  if ((b16_form && bits != 16 && !paired_bytes) ||
+  if ((b16_form && bits != 16 && !paired_bytes && !packed_nibbles) ||
       (ml.form() == ir::LDMATRIX_M16N16_B8 && bits != 8)) {
     sink.Error(report::DIAG_REPRESENTATION_INCOMPATIBLE)
         .Op(n.op->id())
@@ -76,7 +81,8 @@ void CheckMatrixLoad(const KernelGraph& g, const OpNode& n, DiagnosticSink& sink
   // Non-transposing loads read K-contiguous rows; the .trans form reads MN-contiguous rows.
   const bool trans = ml.form() == ir::LDMATRIX_X4_TRANS;
   ++checks;
-  if ((!trans && !IsRowMajorFamily(kind)) || (trans && kind != ir::Representation::COL_MAJOR)) {
+  if ((!trans && !IsRowMajorFamily(kind) && !packed_nibbles) ||
+      (trans && kind != ir::Representation::COL_MAJOR)) {
     sink.Error(report::DIAG_REPRESENTATION_INCOMPATIBLE)
         .Op(n.op->id())
         .Path(n.path)
@@ -178,6 +184,21 @@ void CheckMma(const KernelGraph& g, const OpNode& n, DiagnosticSink& sink, Check
       if (vi == g.values.end()) continue;
       const ir::Operation& def = *vi->second->op;
       ++checks;
+      const ir::Operand operand = s == mma.scale_a() ? ir::OPERAND_A : ir::OPERAND_B;
+      if (def.has_scale_load() &&
+          (def.scale_load().operand() != operand || def.scale_load().mma() != instr.name())) {
+        ++checks;
+        sink.Error(report::DIAG_FRAGMENT_OPERAND_MISMATCH)
+            .Op(n.op->id())
+            .Path(n.path)
+            .Resource(s)
+            .Condition(absl::StrCat("'", s, "' holds the ", ir::Operand_Name(operand),
+                                    " scales of '", instr.name(), "'"))
+            .Evidence(absl::StrCat("defined by '", def.id(), "' for ",
+                                   ir::Operand_Name(def.scale_load().operand()), " of '",
+                                   def.scale_load().mma(), "'"))
+            .Message("MMA scale operand is not a matching scale fragment");
+      }
       if (def.has_scale_unit() && def.scale_unit().format() != instr.block_scale().format())
         sink.Error(report::DIAG_SCALE_GROUPING_MISMATCH)
             .Op(n.op->id())
@@ -187,6 +208,88 @@ void CheckMma(const KernelGraph& g, const OpNode& n, DiagnosticSink& sink, Check
             .Evidence(absl::StrCat("'", s, "' is a unit ", DTypeName(def.scale_unit().format())))
             .Message("scale operand format does not match the instruction");
     }
+}
+
+// A scale_load reads the block scales of one operand of a block-scaled MMA from storage typed
+// as those scales: the instruction's scale format and group size (BLOCK_SCALE representation),
+// a K extent in whole groups.
+void CheckScaleLoad(const KernelGraph& g, const OpNode& n, DiagnosticSink& sink,
+                    CheckCounter& checks) {
+  const ir::ScaleLoad& sl = n.op->scale_load();
+  auto ii = g.instrs.find(sl.mma());
+  if (ii == g.instrs.end()) return;  // construction reported it
+  const ir::MmaInstr& instr = *ii->second;
+  ++checks;
+  if (!instr.has_block_scale()) {
+    sink.Error(report::DIAG_SCALE_GROUPING_MISMATCH)
+        .Op(n.op->id())
+        .Path(n.path)
+        .Resource(sl.src())
+        .Condition(absl::StrCat("'", instr.name(), "' is a block-scaled MMA"))
+        .Evidence(absl::StrCat("'", instr.name(), "' has no block_scale"))
+        .Repair("select a block-scaled instruction form, or apply the scales explicitly")
+        .Message("scale load for an unscaled MMA");
+    return;
+  }
+  ++checks;
+  if (sl.operand() != ir::OPERAND_A && sl.operand() != ir::OPERAND_B)
+    sink.Error(report::DIAG_MISSING_FIELD)
+        .Op(n.op->id())
+        .Path(n.path)
+        .Condition("a scale load names the MMA operand it scales (OPERAND_A or OPERAND_B)")
+        .Message("scale load without an operand");
+  const ir::BlockScale& want = instr.block_scale();
+  ir::DType dtype = ir::DTYPE_UNSPECIFIED;
+  const ir::Representation* repr = nullptr;
+  const ir::Shape* shape = nullptr;
+  if (auto ti = g.tensors.find(sl.src()); ti != g.tensors.end()) {
+    dtype = ti->second->dtype();
+    repr = &ti->second->representation();
+    shape = &ti->second->shape();
+  } else if (auto bi = g.buffers.find(sl.src()); bi != g.buffers.end()) {
+    dtype = bi->second->dtype();
+    repr = &bi->second->representation();
+    shape = &bi->second->shape();
+  } else {
+    return;  // a value: its definition is checked where it is made
+  }
+  ++checks;
+  const bool typed = dtype == want.format() && repr->kind() == ir::Representation::BLOCK_SCALE &&
+                     repr->scale_format() == want.format() &&
+                     repr->group_size() == want.group_size();
+  if (!typed) {
+    sink.Error(report::DIAG_SCALE_GROUPING_MISMATCH)
+        .Op(n.op->id())
+        .Path(n.path)
+        .Resource(sl.src())
+        .Condition(absl::StrCat("scales are ", DTypeName(want.format()), " per ", want.group_size(),
+                                " elements of K (", instr.name(), ")"))
+        .Evidence(absl::StrCat(
+            "'", sl.src(), "' is ", DTypeName(dtype), " in ",
+            ir::Representation::Kind_Name(repr->kind()),
+            repr->kind() == ir::Representation::BLOCK_SCALE
+                ? absl::StrCat(" of ", DTypeName(repr->scale_format()), " per ", repr->group_size())
+                : ""))
+        .Repair(absl::StrCat("declare '", sl.src(), "' ", DTypeName(want.format()),
+                             " with representation BLOCK_SCALE { scale_format: ",
+                             DTypeName(want.format()), " group_size: ", want.group_size(), " }"))
+        .Message("scale storage does not match the instruction's scale format and group");
+    return;
+  }
+  if (shape->dims_size() != 2) return;
+  ++checks;
+  const int64_t k_multiple = KnownMultiple(g, shape->dims(1));
+  if (k_multiple % want.group_size() != 0)
+    sink.Error(report::DIAG_SCALE_GROUPING_MISMATCH)
+        .Op(n.op->id())
+        .Path(n.path)
+        .Resource(sl.src())
+        .Condition(absl::StrCat("the K extent of '", sl.src(), "' is a multiple of the group (",
+                                want.group_size(), ")"))
+        .Evidence(absl::StrCat(DimText(shape->dims(1)), " is known a multiple of ", k_multiple))
+        .Repair(
+            absl::StrCat("declare ", DimText(shape->dims(1)), " multiple_of ", want.group_size()))
+        .Message("a row of K would end inside a scale group");
 }
 
 void CheckStore(const KernelGraph& g, const OpNode& n, DiagnosticSink& sink, CheckCounter& checks) {
@@ -212,6 +315,7 @@ void RunFragmentPass(const PassContext& ctx, DiagnosticSink& sink, CheckCounter&
     for (const auto& np : gp->nodes) {
       if (np->op->has_matrix_load()) CheckMatrixLoad(*gp, *np, sink, checks);
       if (np->op->has_mma()) CheckMma(*gp, *np, sink, checks);
+      if (np->op->has_scale_load()) CheckScaleLoad(*gp, *np, sink, checks);
       if (np->op->has_store_accumulator()) CheckStore(*gp, *np, sink, checks);
     }
 }

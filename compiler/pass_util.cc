@@ -74,7 +74,9 @@ CheckedInt BufferStageBytes(const ir::Buffer& b) {
   const auto& dims = b.shape().dims();
   for (int i = 0; i < dims.size(); ++i) {
     CheckedInt extent = ConstDim(dims[i]).value_or(0);
-    if (i == dims.size() - 1 && b.representation().kind() == ir::Representation::ROW_MAJOR)
+    // PACKED_FP4 is row-major with two elements a byte: its rows are padded alike.
+    if (i == dims.size() - 1 && (b.representation().kind() == ir::Representation::ROW_MAJOR ||
+                                 b.representation().kind() == ir::Representation::PACKED_FP4))
       extent += b.representation().padding_elements();
     if (i == 0 && dims.size() > 1 && b.representation().kind() == ir::Representation::COL_MAJOR)
       extent += b.representation().padding_elements();
