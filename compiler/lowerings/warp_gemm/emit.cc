@@ -12,6 +12,7 @@ namespace {
 // names are data (the launch spec binds arguments by position), so nothing an agent writes
 // becomes code. They are the bundled example's names, so its source reads as the schedule does.
 constexpr char kA[] = "A", kB[] = "B", kC[] = "C", kM[] = "M", kN[] = "N", kK[] = "K";
+constexpr char kScaleA[] = "SA", kScaleB[] = "SB";
 
 }  // namespace
 
@@ -41,12 +42,16 @@ LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
   if (tma)
     w.Line(absl::StrCat("    const __grid_constant__ TensorMap tmap_", kA,
                         ", const __grid_constant__ TensorMap tmap_", kB, ","));
-  else if (p.element_bytes == 1)
+  else if (p.elements_per_unit > 1)
     w.Line(absl::StrCat("    const uint8_t* ", RestrictQualifier(p, p.a), kA, ", const uint8_t* ",
                         RestrictQualifier(p, p.b), kB, ","));
   else
     w.Line(absl::StrCat("    const __nv_bfloat16* ", RestrictQualifier(p, p.a), kA,
                         ", const __nv_bfloat16* ", RestrictQualifier(p, p.b), kB, ","));
+  // Scale tensors follow B (LaunchSpec: A, B, scale A, scale B, C, ...).
+  if (!p.scale_a.empty())
+    w.Line(absl::StrCat("    const uint8_t* ", RestrictQualifier(p, p.scale_a), kScaleA,
+                        ", const uint8_t* ", RestrictQualifier(p, p.scale_b), kScaleB, ","));
   // The merged split-K kernel takes its workspace last (LaunchSpec WORKSPACE).
   const bool merged = p.k_slices > 1 && !p.k_merge_none;
   // After the main loop only the compute threads remain (the loader warp has left): they
@@ -84,7 +89,26 @@ LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
     w.Line("  const int m0 = blockIdx.y * kTileM, n0 = blockIdx.x * kTileN;");
   }
   MainloopTerms terms{kA, kB, kM, kN, kK};
-  if (p.element_bytes == 1) {
+  if (p.elements_per_unit == 4) {
+    w.Line(
+        "  // The packed E2M1 operands as 16-bit units (four adjacent K elements); K16 counts "
+        "them.");
+    w.Line(absl::StrCat(
+        "  const __nv_bfloat16* const A16 = reinterpret_cast<const __nv_bfloat16*>(", kA, ");"));
+    w.Line(absl::StrCat(
+        "  const __nv_bfloat16* const B16 = reinterpret_cast<const __nv_bfloat16*>(", kB, ");"));
+    w.Line(absl::StrCat("  const int K16 = ", kK, " / 4;"));
+    w.Line("  // Scale words: four UE4M3 scales (one MMA k step of 64) of a row; K64 a row.");
+    w.Line(absl::StrCat("  const uint32_t* const SA32 = reinterpret_cast<const uint32_t*>(",
+                        kScaleA, ");"));
+    w.Line(absl::StrCat("  const uint32_t* const SB32 = reinterpret_cast<const uint32_t*>(",
+                        kScaleB, ");"));
+    w.Line(absl::StrCat("  const int K64 = ", kK, " / 64;"));
+    terms = MainloopTerms{"A16", "B16", kM, kN, "K16"};
+    terms.scale_a_words = "SA32";
+    terms.scale_b_words = "SB32";
+    terms.scale_row_words = "K64";
+  } else if (p.elements_per_unit == 2) {
     w.Line("  // The 8-bit operands as 16-bit units (two adjacent K elements); K16 counts them.");
     w.Line(absl::StrCat(
         "  const __nv_bfloat16* const A16 = reinterpret_cast<const __nv_bfloat16*>(", kA, ");"));

@@ -2,6 +2,8 @@
 // fragments and mma.sync m16n8k16 BF16 -> FP32, for the gemm_bf16_tn workload; and warp_gemm_fp8,
 // the same tiles over E4M3/E5M2 with mma.sync m16n8k32 (legacy or unit-scale block-scaled), for
 // the gemm_blockscaled workload.
+#include <algorithm>
+
 #include "compiler/lowering.h"
 
 #include "absl/strings/str_cat.h"
@@ -41,6 +43,13 @@ LoweredKernel LowerPlan(const WarpGemmPlan& p, const TargetInfo& target,
   LoweredKernel k = EmitWarpGemm(p, target, schedule_hash, version);
   k.launch =
       Launch(p.a, p.b, p.c, p.m, p.n, p.k, p.tile_m, p.tile_n, p.threads, k.dynamic_shared_bytes);
+  if (!p.scale_a.empty()) {  // the scale tensors follow B, as in the kernel's signature
+    using K = report::LaunchSpec::Arg;
+    auto* args = k.launch.mutable_args();
+    args->Add(Arg(K::TENSOR, p.scale_a));
+    args->Add(Arg(K::TENSOR, p.scale_b));
+    std::rotate(args->begin() + 2, args->end() - 2, args->end());
+  }
   if (p.k_slices > 1) k.launch.mutable_grid_z()->set_count(p.k_slices);
   if (p.persistent) {
     k.launch.set_persistent(true);
@@ -66,42 +75,43 @@ LoweredKernel LowerPlan(const WarpGemmPlan& p, const TargetInfo& target,
   return k;
 }
 
-// The plan, when its operands are `element_bytes` wide.
+// The plan, when its operands pack `elements_per_unit` to a 16-bit unit (1 BF16, 2 FP8, 4 FP4).
 absl::StatusOr<WarpGemmPlan> PlanOfWidth(const ir::Module& module, const KernelGraph& g,
-                                         int element_bytes, absl::string_view lowering) {
+                                         int elements_per_unit, absl::string_view lowering) {
   auto plan = PlanWarpGemm(module, g);
   if (!plan.ok()) return plan.status();
-  if (plan->element_bytes != element_bytes)
-    return LoweringUnsupported(std::string(lowering),
-                               element_bytes == 2
-                                   ? "8-bit operands are warp_gemm_fp8's (gemm_blockscaled)"
-                                   : "BF16 operands are warp_gemm's (gemm_bf16_tn)");
+  if (plan->elements_per_unit != elements_per_unit)
+    return LoweringUnsupported(
+        std::string(lowering),
+        plan->elements_per_unit == 1   ? "BF16 operands are warp_gemm's (gemm_bf16_tn)"
+        : plan->elements_per_unit == 2 ? "8-bit operands are warp_gemm_fp8's (gemm_blockscaled)"
+                                       : "E2M1 operands are warp_gemm_nvfp4's (gemm_blockscaled)");
   return plan;
 }
 
-// Matching and lowering shared by the two widths: the plan must have `element_bytes`-wide
-// operands, and the source is headed by the lowering's own version.
+// Matching and lowering shared by the operand widths: the plan must have operands of this
+// width, and the source is headed by the lowering's own version.
 class WarpGemmOfWidth : public Lowering {
  public:
-  explicit WarpGemmOfWidth(int element_bytes) : element_bytes_(element_bytes) {}
+  explicit WarpGemmOfWidth(int elements_per_unit) : elements_per_unit_(elements_per_unit) {}
   absl::Status Match(const ir::Module& module, const KernelGraph& g) const final {
-    return PlanOfWidth(module, g, element_bytes_, name()).status();
+    return PlanOfWidth(module, g, elements_per_unit_, name()).status();
   }
   absl::StatusOr<LoweredKernel> Lower(const ir::Module& module, const KernelGraph& g,
                                       const TargetInfo& target,
                                       const std::string& schedule_hash) const final {
-    auto plan = PlanOfWidth(module, g, element_bytes_, name());
+    auto plan = PlanOfWidth(module, g, elements_per_unit_, name());
     if (!plan.ok()) return plan.status();
     return LowerPlan(*plan, target, schedule_hash, version());
   }
 
  private:
-  int element_bytes_;
+  int elements_per_unit_;
 };
 
 class WarpGemmLowering final : public WarpGemmOfWidth {
  public:
-  WarpGemmLowering() : WarpGemmOfWidth(2) {}
+  WarpGemmLowering() : WarpGemmOfWidth(1) {}
   std::string name() const override { return "warp_gemm"; }
   std::string version() const override { return std::string(kWarpGemmLoweringVersion); }
   std::string operation() const override { return "gemm_bf16_tn"; }
@@ -144,7 +154,7 @@ CAKE_REGISTER_LOWERING(WarpGemmLowering);
 // form is the schedule's decision: its MMA instruction).
 class WarpGemmFp8Lowering final : public WarpGemmOfWidth {
  public:
-  WarpGemmFp8Lowering() : WarpGemmOfWidth(1) {}
+  WarpGemmFp8Lowering() : WarpGemmOfWidth(2) {}
   std::string name() const override { return "warp_gemm_fp8"; }
   std::string version() const override { return std::string(kWarpGemmFp8LoweringVersion); }
   std::string operation() const override { return "gemm_blockscaled"; }
@@ -164,6 +174,28 @@ class WarpGemmFp8Lowering final : public WarpGemmOfWidth {
 };
 
 CAKE_REGISTER_LOWERING(WarpGemmFp8Lowering);
+
+// NVFP4 on the same warp tiles: E2M1 A and B packed two to a byte, moved by cp.async and read by
+// ldmatrix .b16 as units of four K elements, mma.sync m16n8k64 kind::mxf4nvf4 scale_vec::4X with
+// each lane's UE4M3 scale words read from the scale tensors (A, B, SA, SB, C, M, N, K).
+class WarpGemmNvfp4Lowering final : public WarpGemmOfWidth {
+ public:
+  WarpGemmNvfp4Lowering() : WarpGemmOfWidth(4) {}
+  std::string name() const override { return "warp_gemm_nvfp4"; }
+  std::string version() const override { return std::string(kWarpGemmNvfp4LoweringVersion); }
+  std::string operation() const override { return "gemm_blockscaled"; }
+  std::string summary() const override {
+    return "warp_gemm_nvfp4 (C = (A . SA) * (B . SB)^T over packed E2M1 with UE4M3 scale tensors "
+           "per 16 of K; mma.sync m16n8k64 kind::mxf4nvf4 scale_vec::4X, ldmatrix .b16, cp.async "
+           "stages 1-4)";
+  }
+  std::vector<std::string> required_instructions() const override {
+    return {"cp.async.cg.16", "ldmatrix.m8n8.x4.b16", "ldmatrix.m8n8.x2.b16",
+            "mma.block_scale.mxf4nvf4.m16n8k64.e2m1.ue4m3"};
+  }
+};
+
+CAKE_REGISTER_LOWERING(WarpGemmNvfp4Lowering);
 
 }  // namespace
 }  // namespace cake::compiler

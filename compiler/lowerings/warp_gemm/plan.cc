@@ -29,16 +29,22 @@ absl::StatusOr<WarpGemmPlan> PlanWarpGemm(const ir::Module& module, const Kernel
   if (ta == g.tensors.end() || tb == g.tensors.end() || tc == g.tensors.end())
     return Unsupported("tensor params unresolved");
   const ir::TensorParam &A = *ta->second, &B = *tb->second, &C = *tc->second;
-  const ir::DType operand = p.element_bytes == 1 ? g.kernel->instrs(0).a() : ir::BF16;
+  const ir::DType operand = p.elements_per_unit > 1 ? g.kernel->instrs(0).a() : ir::BF16;
+  // E2M1 operands are PACKED_FP4 in global memory as in shared.
+  const ir::Representation::Kind operand_repr =
+      p.elements_per_unit == 4 ? ir::Representation::PACKED_FP4 : ir::Representation::ROW_MAJOR;
   if (A.dtype() != operand || B.dtype() != operand)
     return Unsupported(absl::StrCat("A and B must be ", ir::DType_Name(operand)));
   if (C.dtype() != ir::BF16 && C.dtype() != ir::F32) return Unsupported("C must be BF16 or F32");
   p.out_dtype = C.dtype();
-  for (const ir::TensorParam* t : {&A, &B, &C})
+  for (const ir::TensorParam* t : {&A, &B, &C}) {
+    const ir::Representation::Kind want = t == &C ? ir::Representation::ROW_MAJOR : operand_repr;
     if (t->shape().dims_size() != 2 ||
-        (t->representation().kind() != ir::Representation::ROW_MAJOR &&
-         t->representation().kind() != ir::Representation::KIND_UNSPECIFIED))
-      return Unsupported("tensors must be 2-D row-major");
+        (t->representation().kind() != want &&
+         (want != ir::Representation::ROW_MAJOR ||
+          t->representation().kind() != ir::Representation::KIND_UNSPECIFIED)))
+      return Unsupported(absl::StrCat("tensors must be 2-D ", ir::Representation::Kind_Name(want)));
+  }
   if (!SymbolIs(A.shape().dims(0), &p.m) || !SymbolIs(A.shape().dims(1), &p.k) ||
       !SymbolIs(B.shape().dims(0), &p.n) || !SymbolIs(B.shape().dims(1), &p.k) ||
       !SymbolIs(C.shape().dims(0), &p.m) || !SymbolIs(C.shape().dims(1), &p.n))
@@ -65,7 +71,31 @@ absl::StatusOr<WarpGemmPlan> PlanWarpGemm(const ir::Module& module, const Kernel
                                       " bytes of shared memory; the ring has ", ring_bytes));
   }
   if (absl::Status s = CheckTmaSources(p, g, p.k, "warp_gemm"); !s.ok()) return s;
-  if (p.element_bytes == 1) {
+  if (p.elements_per_unit == 4) {
+    // Scale tensors [M, K] and [N, K] in BLOCK_SCALE (K / 16 bytes a row), read as 32-bit words
+    // of one MMA k step: K a multiple of 64 (whole words, 16-byte packed rows), 4-byte bases.
+    auto ki = g.scalars.find(p.k);
+    if (ki == g.scalars.end() || ki->second->multiple_of() <= 0 ||
+        ki->second->multiple_of() % 64 != 0)
+      return Unsupported(
+          absl::StrCat("NVFP4 rows move in 16-byte chunks and their scales in "
+                       "words of 4: '",
+                       p.k, "' needs multiple_of 64"));
+    for (const auto& [name, rows] : {std::pair{p.scale_a, p.m}, std::pair{p.scale_b, p.n}}) {
+      auto ts = g.tensors.find(name);
+      if (ts == g.tensors.end()) return Unsupported("scale tensors unresolved");
+      const ir::TensorParam& S = *ts->second;
+      std::string s_rows = rows, s_k = p.k;
+      if (S.shape().dims_size() != 2 || !SymbolIs(S.shape().dims(0), &s_rows) ||
+          !SymbolIs(S.shape().dims(1), &s_k))
+        return Unsupported(absl::StrCat("scale tensor '", name, "' must be [", rows, ", ", p.k,
+                                        "] of its operand"));
+      if (S.alignment_bytes() < 4 || S.alignment_bytes() % 4 != 0)
+        return Unsupported(absl::StrCat("scale words are 4-byte loads; '", name, "' declares ",
+                                        S.alignment_bytes(), "-byte alignment"));
+    }
+  }
+  if (p.elements_per_unit > 1) {
     // 16-byte chunks of 8-bit rows: K a multiple of 16, so rows start on 16-byte boundaries and
     // K / 2 counts whole 16-bit units.
     auto ki = g.scalars.find(p.k);

@@ -19,6 +19,8 @@ namespace cake::compiler {
 inline constexpr absl::string_view kWarpGemmLoweringVersion = "warp_gemm/8";
 // The same kernels over 8-bit operands (E4M3/E5M2, legacy or unit-scale block-scaled MMA).
 inline constexpr absl::string_view kWarpGemmFp8LoweringVersion = "warp_gemm_fp8/1";
+// NVFP4: packed E2M1 operands with UE4M3 scale tensors (kind::mxf4nvf4 scale_vec::4X).
+inline constexpr absl::string_view kWarpGemmNvfp4LoweringVersion = "warp_gemm_nvfp4/1";
 
 // The shared tiling (warp_tiles.h) plus the GEMM's own: its tensors, output type and store.
 struct WarpGemmPlan : WarpTiles {

@@ -1,6 +1,7 @@
 // PlanWarpTiles: the recognizer of the warp-tiled schedules (warp_tiles.h), and the checks on
 // what TMA needs of the copied tensors. Pure; thread-compatible.
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -174,22 +175,29 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
                    (instr.a() == ir::E4M3 || instr.a() == ir::E5M2) && instr.b() == instr.a() &&
                    (!instr.has_block_scale() || (instr.block_scale().format() == ir::UE8M0 &&
                                                  instr.block_scale().group_size() == 32));
-  if (instr.family() != ir::WARP_SYNC || instr.accumulator() != ir::F32 || (!bf16 && !fp8))
+  // NVFP4: E2M1 packed operands, kind::mxf4nvf4 with UE4M3 scale tensors per 16.
+  const bool fp4 = instr.shape() == ir::M16N8K64 && instr.a() == ir::E2M1 &&
+                   instr.b() == ir::E2M1 && instr.has_block_scale() &&
+                   instr.block_scale().format() == ir::UE4M3 &&
+                   instr.block_scale().group_size() == 16;
+  if (instr.family() != ir::WARP_SYNC || instr.accumulator() != ir::F32 || (!bf16 && !fp8 && !fp4))
     return Unsupported(
         lowering,
-        "only mma.sync m16n8k16 BF16 and m16n8k32 E4M3/E5M2 (legacy, or block-scaled "
-        "with UE8M0 per 32) -> F32 are lowered");
+        "only mma.sync m16n8k16 BF16, m16n8k32 E4M3/E5M2 (legacy, or block-scaled "
+        "with UE8M0 per 32) and m16n8k64 E2M1 (block-scaled with UE4M3 per 16) -> F32 are "
+        "lowered");
   bool shape_known = false;
   const InstrDescriptor* form = FindMma(instr, &shape_known);
   if (form == nullptr) return Unsupported(lowering, "no admission-table form for the MMA");
   t.mma_key = std::string(form->key);
   t.mma_ptx = std::string(form->ptx_form);
-  t.unit_scales = instr.has_block_scale();
-  t.element_bytes = fp8 ? 1 : 2;
-  // In elements: a k step of the MMA, 16 BF16 or 32 FP8 (two 16-byte chunks of a row).
-  if (t.tile_k % (fp8 ? 32 : 16) != 0)
-    return Unsupported(lowering, fp8 ? "an 8-bit k-tile must be a multiple of 32"
-                                     : "k-tile must be a multiple of 16");
+  t.unit_scales = fp8 && instr.has_block_scale();
+  t.elements_per_unit = fp4 ? 4 : fp8 ? 2 : 1;
+  // In elements: a k step of the MMA, 16 BF16, 32 FP8 or 64 FP4 (two 16-byte chunks of a row).
+  if (t.tile_k % (16 * t.elements_per_unit) != 0)
+    return Unsupported(lowering, fp4   ? "a 4-bit k-tile must be a multiple of 64"
+                                 : fp8 ? "an 8-bit k-tile must be a multiple of 32"
+                                       : "k-tile must be a multiple of 16");
 
   for (const ir::TensorParam& tp : k.tensors())
     for (const std::string& other : tp.may_alias()) {
@@ -216,8 +224,8 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
   if (pipe.transfer() != ir::CP_ASYNC && pipe.transfer() != ir::TMA)
     return Unsupported(lowering, "only CP_ASYNC and TMA pipelines are lowered");
   t.transfer = pipe.transfer();
-  if (t.element_bytes == 1 && t.transfer != ir::CP_ASYNC)
-    return Unsupported(lowering, "8-bit operands are lowered with CP_ASYNC stages only");
+  if (t.elements_per_unit > 1 && t.transfer != ir::CP_ASYNC)
+    return Unsupported(lowering, "8-bit and 4-bit operands are lowered with CP_ASYNC stages only");
   t.stages = pipe.stages();
   if (t.warp_specialized && t.transfer != ir::TMA)
     return Unsupported(lowering, "a loader warp is lowered for TMA pipelines only");
@@ -256,12 +264,28 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
 
   // Consume: two matrix loads, one mma, release (last; earlier only with the pipeline rules
   // unchecked, and only for TMA, where the lowering can place the arrive at the first k step).
-  if (consume->children.size() != 4)
-    return Unsupported(lowering, "consume must hold two matrix loads, an mma and a release");
+  // A block-scaled MMA over scale tensors adds their two scale loads.
+  const size_t consume_ops = fp4 ? 6 : 4;
+  if (consume->children.size() != consume_ops)
+    return Unsupported(lowering, fp4 ? "consume must hold two matrix loads, two scale loads, an "
+                                       "mma and a release"
+                                     : "consume must hold two matrix loads, an mma and a release");
+  std::map<std::string, const ir::Operation*> scale_loads;  // by result
   int release_at = -1, last_read_at = -1;
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < static_cast<int>(consume_ops); ++i) {
     const ir::Operation& op = *consume->children[i]->op;
-    if (op.has_release()) {
+    if (op.has_scale_load() && fp4) {
+      // Read straight from global memory: each lane's word is one row's (A) or column's (B)
+      // four scales of one MMA k step.
+      if (!g.tensors.count(op.scale_load().src()) || op.results_size() != 1)
+        return Unsupported(lowering, "a scale load reads a global scale tensor into one value");
+      std::string& tensor = op.scale_load().operand() == ir::OPERAND_A ? t.scale_a : t.scale_b;
+      std::string& id = op.scale_load().operand() == ir::OPERAND_A ? t.op_scale_a : t.op_scale_b;
+      if (!tensor.empty()) return Unsupported(lowering, "one scale load per operand");
+      tensor = op.scale_load().src();
+      id = op.id();
+      scale_loads[op.results(0)] = &op;
+    } else if (op.has_release()) {
       if (!t.op_release.empty()) return Unsupported(lowering, "consume holds two releases");
       t.op_release = op.id();
       release_at = i;
@@ -281,6 +305,9 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
       }
     } else if (op.has_mma()) {
       t.op_mma = op.id();
+      if (fp4 && (!scale_loads.count(op.mma().scale_a()) || !scale_loads.count(op.mma().scale_b())))
+        return Unsupported(lowering,
+                           "the MMA's scales are the consume's scale loads, loaded before it");
       // Scale tensors (scale_load) are not lowered yet: a block-scaled MMA takes unit scales.
       if (t.unit_scales && (!unit_scale_values.count(op.mma().scale_a()) ||
                             !unit_scale_values.count(op.mma().scale_b())))
@@ -292,6 +319,10 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
   }
   if (t.op_load_a.empty() || t.op_load_b.empty() || t.op_mma.empty() || t.op_release.empty())
     return Unsupported(lowering, "consume needs an A load, a B load, an mma and a release");
+  if (fp4 && (t.scale_a.empty() || t.scale_b.empty()))
+    return Unsupported(lowering, "a scale load for each operand is required");
+  if (fp4 && t.k_slices > 1)
+    return Unsupported(lowering, "scale tensors are lowered without split-K");
   t.release_early = release_at < last_read_at;  // a release after the loads reads registers only
   // Persistent CTAs carry one TMA ring's phase across their tiles (one role: thread 0 refills).
   if (t.persistent &&
@@ -309,7 +340,7 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
   // Shared representations.
   auto check_repr = [&](const ir::Buffer& b, int rows, ir::Representation::Kind* kind,
                         int* pad) -> absl::Status {
-    const ir::DType operand = t.element_bytes == 1 ? instr.a() : ir::BF16;
+    const ir::DType operand = t.elements_per_unit > 1 ? instr.a() : ir::BF16;
     if (b.dtype() != operand || b.shape().dims_size() != 2 ||
         ConstDim(b.shape().dims(0)).value_or(0) != rows ||
         ConstDim(b.shape().dims(1)).value_or(0) != t.tile_k)
@@ -318,10 +349,13 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
                                  " [", rows, ", ", t.tile_k, "]"));
     *kind = b.representation().kind();
     *pad = b.representation().padding_elements();
-    if (t.element_bytes == 1 && *kind != ir::Representation::ROW_MAJOR)
+    if (t.elements_per_unit == 2 && *kind != ir::Representation::ROW_MAJOR)
       return Unsupported(lowering, "8-bit stages are lowered ROW_MAJOR (padded) only");
-    if (*kind == ir::Representation::ROW_MAJOR) {
-      if (*pad * t.element_bytes % 16 != 0)
+    if (t.elements_per_unit == 4 && *kind != ir::Representation::PACKED_FP4)
+      return Unsupported(lowering, "4-bit stages are lowered PACKED_FP4 (padded) only");
+    if (*kind == ir::Representation::ROW_MAJOR || *kind == ir::Representation::PACKED_FP4) {
+      // Padding in bits (16 / elements_per_unit an element) keeps 16-byte rows.
+      if (*pad * 16 / t.elements_per_unit % 128 != 0)
         return Unsupported(lowering, "padding must keep 16-byte rows");
     } else if (*kind == ir::Representation::SWIZZLE_64B) {
       if (t.tile_k != 32 || *pad != 0)
@@ -348,10 +382,10 @@ absl::StatusOr<WarpTiles> PlanWarpTiles(const ir::Module& module, const KernelGr
   if (!s.ok()) return s;
   s = check_repr(*bbuf, t.tile_n, &t.b_repr, &t.b_padding);
   if (!s.ok()) return s;
-  if (t.element_bytes == 1) {  // from here on, 16-bit units of two adjacent K elements
-    t.tile_k /= 2;
-    t.a_padding /= 2;
-    t.b_padding /= 2;
+  if (t.elements_per_unit > 1) {  // from here on, 16-bit units of adjacent K elements
+    t.tile_k /= t.elements_per_unit;
+    t.a_padding /= t.elements_per_unit;
+    t.b_padding /= t.elements_per_unit;
   }
 
   t.shared = PlanShared(g);

@@ -87,8 +87,12 @@ void EmitWarpTileConstants(const WarpTiles& t, SourceWriter& w) {
                       ", kTileK = ", t.tile_k, ";"));
   w.Line(absl::StrCat("constexpr int kWarpsM = ", t.warps_m, ", kWarpsN = ", t.warps_n,
                       ", kStages = ", t.stages, ", kThreads = ", t.threads, ";"));
-  if (t.element_bytes == 1)
+  if (t.elements_per_unit == 2)
     w.Line("// 8-bit operands, moved and loaded as 16-bit units of two adjacent K elements.");
+  if (t.elements_per_unit == 4)
+    w.Line(
+        "// E2M1 operands packed two to a byte, moved and loaded as 16-bit units of four K "
+        "elements.");
   if (t.unit_scales)
     w.Line("constexpr uint32_t kUnitScales = 0x7F7F7F7Fu;  // UE8M0 127 = 1.0 in every byte");
   // The threads that consume (and release) stages: the compute role's, beside the loader warp.
@@ -324,7 +328,7 @@ void EmitTmaProducer(const WarpTiles& t, const MainloopTerms& terms, SourceWrite
   w.Line("");
 }
 
-void EmitFragmentSteps(const WarpTiles& t, SourceWriter& w) {
+void EmitFragmentSteps(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& w) {
   // Consumer pieces: ldmatrix fragments of one 16-wide k step of a stage into fragment buffer
   // `buf`, and the mma.sync over a buffer. Two buffers, so the next step's loads are in flight
   // while this step's mma issue (the loops are unrolled; `buf` and `ks` are constants).
@@ -383,15 +387,47 @@ void EmitFragmentSteps(const WarpTiles& t, SourceWriter& w) {
   }
   w.End(t.op_load_b);
   w.Line("  };");
+  const bool scale_tensors = !t.scale_a.empty();
   w.Begin(t.op_mma);
-  w.Line("  auto mma_frags = [&](int buf) {");
+  w.Line(scale_tensors ? "  auto mma_frags = [&](int buf, int kstep) {"
+                       : "  auto mma_frags = [&](int buf) {");
+  if (scale_tensors) {
+    // mma.sync kind::mxf4nvf4 scale_vec::4X, thread-id and byte-id selectors 0: a lane's scale
+    // word is the four UE4M3 scales (K groups of 16, lowest group in the low byte) of one MMA k
+    // step, for row lane/4 + 8 * (lane & 1) of the m16 fragment (A) and column lane/4 of the n8
+    // fragment (B); the other lanes' words are not read. Rows and k steps outside the problem
+    // read 0 (their A and B elements are zero-filled).
+    w.Begin(t.op_scale_a);
+    w.Line("    uint32_t sfa[kFragsM], sfb[kFragsN];");
+    w.Line("#pragma unroll");
+    w.Line("    for (int i = 0; i < kFragsM; ++i) {");
+    w.Line(
+        "      const int row = m0 + warp_m * kWarpTileM + i * 16 + (lane >> 2) + ((lane & 1) << "
+        "3);");
+    w.Line(absl::StrCat("      sfa[i] = row < ", terms.a_rows, " && kstep < ",
+                        terms.scale_row_words, " ? __ldg(", terms.scale_a_words,
+                        " + (long long)row * ", terms.scale_row_words, " + kstep) : 0u;"));
+    w.Line("    }");
+    w.End(t.op_scale_a);
+    w.Begin(t.op_scale_b);
+    w.Line("#pragma unroll");
+    w.Line("    for (int j = 0; j < kFragsN; ++j) {");
+    w.Line("      const int col = n0 + warp_n * kWarpTileN + j * 8 + (lane >> 2);");
+    w.Line(absl::StrCat("      sfb[j] = col < ", terms.b_rows, " && kstep < ",
+                        terms.scale_row_words, " ? __ldg(", terms.scale_b_words,
+                        " + (long long)col * ", terms.scale_row_words, " + kstep) : 0u;"));
+    w.Line("    }");
+    w.End(t.op_scale_b);
+  }
   w.Line("#pragma unroll");
   w.Line("    for (int i = 0; i < kFragsM; ++i)");
   w.Line("#pragma unroll");
   w.Line("      for (int j = 0; j < kFragsN; ++j)");
   w.Line("        asm volatile(");
   w.Line(absl::StrCat("            \"", t.mma_ptx, " {%0,%1,%2,%3}, \""));
-  if (t.unit_scales)
+  if (scale_tensors)
+    w.Line("            \"{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3}, %10, {0, 0}, %11, {0, 0};\\n\"");
+  else if (t.unit_scales)
     w.Line("            \"{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3}, %10, {0, 0}, %10, {0, 0};\\n\"");
   else
     w.Line("            \"{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\\n\"");
@@ -401,7 +437,11 @@ void EmitFragmentSteps(const WarpTiles& t, SourceWriter& w) {
   w.Line(
       "            : \"r\"(a_frag[buf][i][0]), \"r\"(a_frag[buf][i][1]), "
       "\"r\"(a_frag[buf][i][2]),");
-  if (t.unit_scales)
+  if (scale_tensors)
+    w.Line(
+        "              \"r\"(a_frag[buf][i][3]), \"r\"(b_frag[buf][j][0]), "
+        "\"r\"(b_frag[buf][j][1]), \"r\"(sfa[i]), \"r\"(sfb[j]));");
+  else if (t.unit_scales)
     w.Line(
         "              \"r\"(a_frag[buf][i][3]), \"r\"(b_frag[buf][j][0]), "
         "\"r\"(b_frag[buf][j][1]), \"r\"(kUnitScales));");
@@ -555,16 +595,21 @@ void EmitKLoop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& w) 
     return;
   }
   const int k_steps = t.tile_k / 16;
+  // With scale tensors the MMA step reads the scales of its global k step.
+  const bool scaled = !t.scale_a.empty();
+  const std::string mma_call =
+      scaled ? "mma_frags(ks & 1, kt * (kTileK / 16) + ks);" : "mma_frags(ks & 1);";
   w.Begin(t.op_kloop);
   if (t.stages == 1 || k_steps % 2 != 0) {
     // One stage (or an odd number of k steps): the protocol in its plain form. Slot = k-tile %
     // stages; a generation is Filling from its cp.async issue, Ready after wait_group + barrier,
     // Reading during the k steps, Free at the next barrier.
-    w.Line("  auto consume = [&](int stage) {");
+    w.Line(scaled ? "  auto consume = [&](int stage, int kt) {"
+                  : "  auto consume = [&](int stage) {");
     w.Line("#pragma unroll");
     w.Line("    for (int ks = 0; ks < kTileK / 16; ++ks) {");
     w.Line("      load_frags(ks & 1, stage, ks);");
-    w.Line("      mma_frags(ks & 1);");
+    w.Line("      " + mma_call);
     w.Line("    }");
     for (const std::string& line : terms.after_consume) w.Line(line);
     w.Line("  };");
@@ -574,7 +619,7 @@ void EmitKLoop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& w) 
       w.Line("    asm volatile(\"cp.async.commit_group;\\n\" ::);");
       w.Line("    asm volatile(\"cp.async.wait_group 0;\\n\" ::);");
       w.Line("    __syncthreads();");
-      w.Line("    consume(0);");
+      w.Line(scaled ? "    consume(0, kt);" : "    consume(0);");
       w.Begin(t.op_release);
       w.Line("    __syncthreads();  // release: the slot is Free before it is refilled");
       w.End(t.op_release);
@@ -596,7 +641,7 @@ void EmitKLoop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& w) 
       w.Line("    const int next = kt + kStages - 1;");
       w.Line("    if (next < k_tiles) produce(next % kStages, next);");
       w.Line("    asm volatile(\"cp.async.commit_group;\\n\" ::);");
-      w.Line("    consume(kt % kStages);");
+      w.Line(scaled ? "    consume(kt % kStages, kt);" : "    consume(kt % kStages);");
       w.Line("  }");
     }
   } else {
@@ -630,7 +675,7 @@ void EmitKLoop(const WarpTiles& t, const MainloopTerms& terms, SourceWriter& w) 
     w.Line("        asm volatile(\"cp.async.commit_group;\\n\" ::);");
     w.Line("        if (kt + 1 < k_tiles) load_frags(0, (kt + 1) % kStages, 0);");
     w.Line("      }");
-    w.Line("      mma_frags(ks & 1);");
+    w.Line("      " + mma_call);
     w.Line("    }");
     w.Line("  }");
   }
@@ -678,7 +723,7 @@ void EmitWarpMainloop(const WarpTiles& t, const MainloopTerms& terms, SourceWrit
   } else {
     EmitCpAsyncProducer(t, terms, w);
   }
-  EmitFragmentSteps(t, w);
+  EmitFragmentSteps(t, terms, w);
   EmitKLoop(t, terms, w);
 }
 

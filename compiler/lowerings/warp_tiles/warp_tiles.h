@@ -25,16 +25,20 @@ namespace cake::compiler {
 struct WarpTiles {
   std::string a, b;  // the copied tensors (TILE_M_K and TILE_N_K origins)
   int tile_m = 0, tile_n = 0, tile_k = 0;
-  // The operands' element width: 2 (BF16), or 1 (FP8 E4M3/E5M2 of mma.sync m16n8k32). 8-bit
-  // operands move and load as 16-bit units of two adjacent K elements (their m16n8k32 fragments
-  // coincide register for register with m16n8k16's 16-bit ones): tile_k and the paddings here
-  // are then in 16-bit units, half the schedule's element counts.
-  int element_bytes = 2;
+  // Operand elements per 16-bit unit: 1 (BF16), 2 (FP8 E4M3/E5M2 of mma.sync m16n8k32) or 4
+  // (E2M1 packed two to a byte, of m16n8k64). Narrow operands move and load as 16-bit units of
+  // adjacent K elements (their fragments coincide register for register with m16n8k16's 16-bit
+  // ones): tile_k and the paddings here are then in 16-bit units, the schedule's element counts
+  // divided by this.
+  int elements_per_unit = 1;
   // The MMA form: its admission-table key and PTX; with unit_scales, the block-scaled form whose
   // UE8M0 scales are 1.0 in every byte (0x7F7F7F7F; the byte and thread selectors are moot).
   std::string mma_key = "mma.m16n8k16.bf16.f32";
   std::string mma_ptx = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
   bool unit_scales = false;
+  // Real scale tensors (scale_load of a global tensor, [rows, K / 16] UE4M3 bytes for NVFP4): the
+  // MMA's per-k-step scale words are read from them; empty for unscaled or unit-scale forms.
+  std::string scale_a, scale_b;
   int warps_m = 0, warps_n = 0;
   int stages = 0;
   int threads = 0;
@@ -82,7 +86,7 @@ struct WarpTiles {
   // Operation ids, for the source map and receipt.
   std::string op_loader_role, op_loader_tiles, op_loader_kloop;  // warp-specialized only
   std::string op_role, op_tiles, op_kloop, op_produce, op_copy_a, op_copy_b, op_consume, op_load_a,
-      op_load_b, op_mma, op_release;
+      op_load_b, op_mma, op_release, op_scale_a, op_scale_b;
   const OpNode* epilogue = nullptr;  // the tile loop's operation after for_k_tiles
 };
 
@@ -123,6 +127,9 @@ struct MainloopTerms {
   // sets it only where a skipped copy leaves the slot holding the very bytes the copy would write
   // (an A tile the ring already holds), so the kernel computes what the schedule states.
   std::string a_copy_when = {};
+  // With real scale tensors: their 32-bit words (four scales, one MMA k step of a row) and the
+  // words per row, e.g. "SA32", "SB32", "K64".
+  std::string scale_a_words = {}, scale_b_words = {}, scale_row_words = {};
 };
 
 // The admission-table instructions of the main loop, and the forms its operations must show in
