@@ -9,8 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/checked_int.h"
-#include "block_scaled_mma.h"
 #include "schedules.h"
+#include "workloads/block_scaled_mma.h"
 #include "workloads/narrow_float.h"
 #include "workloads/numeric.h"
 

@@ -33,21 +33,4 @@ std::vector<Fp8GemmPoint> Fp8GemmPoints();
 // space beyond Fp8GemmPoints().
 std::vector<Fp8GemmPoint> Fp8GemmGrid();
 
-// The NVFP4 GEMM: C[M,N] (BF16) = (A . SA)[M,K] * ((B . SB)[N,K])^T with A and B E2M1 packed
-// two to a byte and UE4M3 scales per 16 elements of K (real scale tensors SA [M, K/16] and
-// SB [N, K/16] bytes, row-major), FP32 accumulate: mma.sync m16n8k64 kind::mxf4nvf4
-// scale_vec::4X on the same warp tiles and cp.async stages (lowering warp_gemm_nvfp4). SM12x
-// only: compile + SASS + the CPU model (block_scaled_mma.h); no SM120 execution witness.
-struct Nvfp4GemmPoint {
-  int tile_m = 128, tile_n = 128, tile_k = 128;  // tile_k in elements (a multiple of 64)
-  int warps_m = 2, warps_n = 2, stages = 3;
-  std::string Describe() const;  // "128x128x128 w2x2 s3 nvfp4"
-};
-
-// The schedule (protobuf text) of one point, for target sm_120f; K is a multiple of 64.
-std::string Nvfp4GemmSchedule(const Nvfp4GemmPoint& p);
-
-// Two tilings: 128x128x128 with 3 stages, 128x64x256 with 2.
-std::vector<Nvfp4GemmPoint> Nvfp4GemmPoints();
-
 }  // namespace cake::workloads::gemm_blockscaled

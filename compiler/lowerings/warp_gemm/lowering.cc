@@ -183,7 +183,7 @@ class WarpGemmNvfp4Lowering final : public WarpGemmOfWidth {
   WarpGemmNvfp4Lowering() : WarpGemmOfWidth(4) {}
   std::string name() const override { return "warp_gemm_nvfp4"; }
   std::string version() const override { return std::string(kWarpGemmNvfp4LoweringVersion); }
-  std::string operation() const override { return "gemm_blockscaled"; }
+  std::string operation() const override { return "gemm_nvfp4"; }
   std::string summary() const override {
     return "warp_gemm_nvfp4 (C = (A . SA) * (B . SB)^T over packed E2M1 with UE4M3 scale tensors "
            "per 16 of K; mma.sync m16n8k64 kind::mxf4nvf4 scale_vec::4X, ldmatrix .b16, cp.async "

@@ -23,7 +23,7 @@
 #include "gpuqueue/worker/cuda_driver.h"
 #include "gpuqueue/worker/kernel.h"
 #include "tests/gpu/sm90_driver_fixture.h"
-#include "workloads/gemm_blockscaled/block_scaled_mma.h"
+#include "workloads/block_scaled_mma.h"
 #include "workloads/gemm_blockscaled/schedules.h"
 #include "workloads/numeric.h"
 
@@ -35,6 +35,10 @@ using workloads::DecodeNarrow;
 using workloads::IsNanCode;
 using workloads::NarrowFormat;
 using namespace workloads::gemm_blockscaled;
+using workloads::GemmOperands;
+using workloads::GemmReference;
+using workloads::MakeMmaForm;
+using workloads::MmaKind;
 
 struct Shape {
   int m, n, k;

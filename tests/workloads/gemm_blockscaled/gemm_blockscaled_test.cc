@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "workloads/gemm_blockscaled/block_scaled_mma.h"
+#include "workloads/block_scaled_mma.h"
 #include "workloads/gemm_blockscaled/fragments.h"
 
 namespace cake::workloads::gemm_blockscaled {

@@ -23,7 +23,7 @@
 #include "absl/strings/str_format.h"
 #include "gpuqueue/worker/cuda_driver.h"
 #include "nlohmann/json.hpp"
-#include "workloads/gemm_blockscaled/block_scaled_mma.h"
+#include "workloads/block_scaled_mma.h"
 #include "workloads/gemm_blockscaled/fragments.h"
 
 namespace cake::gpuqueue {
@@ -42,9 +42,9 @@ constexpr int kRefused = 3, kFailed = 1;
 bool Sm12x(int major) { return major == 12; }
 
 struct Tiles {
-  std::vector<bs::MmaOperands> operands;  // per tile, as matrices
-  std::vector<uint32_t> a, b;             // per tile and lane: 4 and 2 registers
-  std::vector<float> c;                   // per tile and lane: 4 values
+  std::vector<cake::workloads::MmaOperands> operands;  // per tile, as matrices
+  std::vector<uint32_t> a, b;                          // per tile and lane: 4 and 2 registers
+  std::vector<float> c;                                // per tile and lane: 4 values
 };
 
 // Fresh random finite E4M3 codes and FP32 C values, packed into per-lane registers.
@@ -62,7 +62,7 @@ Tiles RandomTiles(int count, std::mt19937_64& rng) {
   t.b.resize(size_t(count) * 32 * 2);
   t.c.resize(size_t(count) * 32 * 4);
   for (int tile = 0; tile < count; ++tile) {
-    bs::MmaOperands o;
+    cake::workloads::MmaOperands o;
     o.a.resize(16 * 32);
     o.b.resize(8 * 32);
     o.c.resize(128);
@@ -194,12 +194,12 @@ int main(int argc, char** argv) {
       return Fail(s);
     results.push_back(std::move(host));
   }
-  const bs::MmaForm legacy =
-      *bs::MakeMmaForm(bs::MmaKind::kLegacyF8, NarrowFormat::kE4M3, NarrowFormat::kE4M3);
+  const cake::workloads::MmaForm legacy = *cake::workloads::MakeMmaForm(
+      cake::workloads::MmaKind::kLegacyF8, NarrowFormat::kE4M3, NarrowFormat::kE4M3);
   int64_t differ = 0, legacy_off = 0, scaled_off = 0, exact_legacy = 0;
   for (int tile = 0; tile < tiles; ++tile) {
-    const std::vector<float> model = *bs::MmaReference(legacy, t.operands[tile]);
-    const std::vector<double> tolerance = *bs::Tolerance(legacy, t.operands[tile]);
+    const std::vector<float> model = *cake::workloads::MmaReference(legacy, t.operands[tile]);
+    const std::vector<double> tolerance = *cake::workloads::Tolerance(legacy, t.operands[tile]);
     for (int lane = 0; lane < 32; ++lane)
       for (int i = 0; i < 4; ++i) {
         const size_t at = (size_t(tile) * 32 + lane) * 4 + i;

@@ -1,4 +1,4 @@
-#include "workloads/gemm_blockscaled/block_scaled_mma.h"
+#include "workloads/block_scaled_mma.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace cake::workloads::gemm_blockscaled {
+namespace cake::workloads {
 namespace {
 
 using F = NarrowFormat;
@@ -277,4 +277,4 @@ absl::StatusOr<std::vector<double>> Tolerance(const MmaForm& form, const MmaOper
   return t;
 }
 
-}  // namespace cake::workloads::gemm_blockscaled
+}  // namespace cake::workloads

@@ -20,7 +20,7 @@
 #include "absl/status/statusor.h"
 #include "workloads/narrow_float.h"
 
-namespace cake::workloads::gemm_blockscaled {
+namespace cake::workloads {
 
 // PTX's `.kind` of an mma.sync over narrow formats.
 enum class MmaKind {
@@ -89,4 +89,4 @@ class ExactSum {
   bool nan_ = false, plus_infinity_ = false, minus_infinity_ = false;
 };
 
-}  // namespace cake::workloads::gemm_blockscaled
+}  // namespace cake::workloads

@@ -1,0 +1,131 @@
+// The NVFP4 GEMM family through the real compiler (nvcc, ptxas, cuobjdump): for SM12x targets each
+// point's receipt passes and its SASS holds OMMA.SF.16864...UE4M3 (never the k32 QMMA rate of
+// kind::f8f6f4), with no spills and the scale tensors among the launch arguments; sm_90 and plain
+// sm_120 refuse the form by admission, naming the target. No SM120 execution witness: compile and
+// SASS only.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "compiler/compiler.h"
+#include "compiler/parse.h"
+#include "compiler/targets.h"
+#include "workloads/gemm_nvfp4/schedules.h"
+
+namespace cake::workloads::gemm_nvfp4 {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::map<std::string, int64_t> Census(const report::LoweringReceipt& r) {
+  std::map<std::string, int64_t> out;
+  for (const auto& c : r.sass_census()) out[c.opcode()] += c.count();
+  return out;
+}
+
+// Opcodes beginning with `prefix`: a count independent of the receipt's own.
+int64_t CountPrefix(const std::map<std::string, int64_t>& census, const std::string& prefix) {
+  int64_t n = 0;
+  for (const auto& [opcode, count] : census)
+    if (opcode.rfind(prefix, 0) == 0) n += count;
+  return n;
+}
+
+// Admission refused the MMA form on `target`, by name ("... is not admitted on sm_120").
+bool RefusedNaming(const report::AnalysisReport& analysis, const std::string& target) {
+  if (analysis.verdict() != report::REJECTED) return false;
+  for (const report::Diagnostic& d : analysis.diagnostics())
+    if (d.id() == report::DIAG_INSTR_NOT_ADMITTED &&
+        absl::EndsWith(d.message(), absl::StrCat("is not admitted on ", target)))
+      return true;
+  return false;
+}
+
+class Nvfp4GemmReceipts : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    store_ = fs::path(::testing::TempDir()) / "cake_nvfp4_receipts";
+    fs::remove_all(store_);
+  }
+  static void TearDownTestSuite() { fs::remove_all(store_); }
+  absl::StatusOr<compiler::CompileResult> Compile(const Nvfp4GemmPoint& p, const char* target) {
+    auto parsed = compiler::ParseModuleText(Nvfp4GemmSchedule(p), p.Describe());
+    if (!parsed.ok()) return parsed.status();
+    auto t = compiler::TargetByName(target);
+    if (!t.ok()) return t.status();
+    compiler::CompileOptions opts;
+    opts.store_root = store_.string();
+    return compiler::Compile(*parsed, **t, opts);
+  }
+  static fs::path store_;
+};
+fs::path Nvfp4GemmReceipts::store_;
+
+TEST_F(Nvfp4GemmReceipts, Sm12xSassHoldsTheScaledFp4FormAndTheLaunchTakesTheScales) {
+  for (const Nvfp4GemmPoint& p : Nvfp4GemmPoints())
+    for (const char* target : {"sm_120f", "sm_121a"}) {
+      SCOPED_TRACE(absl::StrCat(p.Describe(), " on ", target));
+      auto r = Compile(p, target);
+      ASSERT_TRUE(r.ok()) << r.status();
+      ASSERT_TRUE(r->receipt.has_value()) << r->analysis.DebugString();
+      const report::LoweringReceipt& receipt = *r->receipt;
+      EXPECT_EQ(receipt.outcome(), report::LoweringReceipt::PASS);
+      EXPECT_EQ(receipt.lowering_version(), "warp_gemm_nvfp4/1");
+      EXPECT_EQ(receipt.resources().spill_store_bytes(), 0);
+      const auto census = Census(receipt);
+      // One MMA per (m16, n8) fragment pair of a warp tile per 64 elements of K.
+      const int64_t per_tile =
+          int64_t{p.tile_m / p.warps_m / 16} * (p.tile_n / p.warps_n / 8) * (p.tile_k / 64);
+      const int64_t fp4 = CountPrefix(census, "OMMA.SF.16864.F32.E2M1.E2M1.UE4M3");
+      EXPECT_GE(fp4, per_tile);
+      EXPECT_EQ(CountPrefix(census, "QMMA"), 0);  // never the k32 f8f6f4 rate
+      EXPECT_EQ(CountPrefix(census, "HMMA"), 0);
+      int mma_forms = 0;
+      for (const report::InstructionForm& f : receipt.selected_forms())
+        if (absl::StartsWith(f.expected_sass(), "OMMA")) {
+          ++mma_forms;
+          EXPECT_EQ(f.observed_count(), fp4);
+        }
+      EXPECT_EQ(mma_forms, 1);
+      // The scale tensors are launch arguments, after B, as the kernel takes them.
+      std::vector<std::string> args;
+      for (const auto& a : receipt.launch().args()) args.push_back(a.name());
+      EXPECT_EQ(args, (std::vector<std::string>{"A", "B", "SA", "SB", "C", "M", "N", "K"}));
+      EXPECT_NE(receipt.witness().find("no SM120 execution witness"), std::string::npos)
+          << receipt.witness();
+      std::printf("| %s | %s | %d | %lld | %lld | %lld OMMA.SF.16864...UE4M3 |\n", target,
+                  p.Describe().c_str(), receipt.resources().registers(),
+                  static_cast<long long>(receipt.resources().spill_store_bytes()),
+                  static_cast<long long>(receipt.resources().shared_dynamic_bytes()),
+                  static_cast<long long>(fp4));
+    }
+  // Neither Hopper nor plain sm_120 has the block-scaled FP4 form: refused, naming the target.
+  for (const char* target : {"sm_90", "sm_120"}) {
+    auto refused = Compile(Nvfp4GemmPoints().front(), target);
+    ASSERT_TRUE(refused.ok()) << refused.status();
+    EXPECT_FALSE(refused->receipt.has_value()) << target;
+    EXPECT_TRUE(RefusedNaming(refused->analysis, target)) << refused->analysis.DebugString();
+  }
+}
+
+// The schedule text is data: every point parses, every grid point fits the shared budget.
+TEST(Nvfp4GemmSchedules, PointsAndGridParse) {
+  std::set<std::string> labels;
+  for (const Nvfp4GemmPoint& p : Nvfp4GemmGrid()) {
+    EXPECT_TRUE(labels.insert(p.Describe()).second) << p.Describe();
+    EXPECT_TRUE(compiler::ParseModuleText(Nvfp4GemmSchedule(p), p.Describe()).ok());
+  }
+  EXPECT_GE(labels.size(), 12u);
+  for (const Nvfp4GemmPoint& p : Nvfp4GemmPoints())
+    EXPECT_TRUE(compiler::ParseModuleText(Nvfp4GemmSchedule(p), p.Describe()).ok());
+}
+
+}  // namespace
+}  // namespace cake::workloads::gemm_nvfp4
