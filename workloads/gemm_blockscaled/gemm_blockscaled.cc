@@ -2,15 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "base/checked_int.h"
 #include "schedules.h"
 #include "workloads/block_scaled_mma.h"
+#include "workloads/exact_judge.h"
 #include "workloads/narrow_float.h"
 #include "workloads/numeric.h"
 
@@ -18,10 +17,6 @@ namespace cake::workloads::gemm_blockscaled {
 namespace {
 
 constexpr NarrowFormat kFormat = NarrowFormat::kE4M3;
-// The exact oracle costs about 10 ns a term: problems over 2^26 multiply-adds compare sampled
-// elements.
-constexpr int64_t kFullOracleMacs = int64_t{1} << 26;
-constexpr int kSampledElements = 512;
 // K in whole groups of the block-scaled forms' scales (32 elements of K per UE8M0).
 constexpr int kKMultiple = 32;
 
@@ -146,75 +141,24 @@ class GemmBlockScaled final : public Workload {
     double decoded[256];
     for (int code = 0; code < 256; ++code) decoded[code] = DecodeNarrow(kFormat, uint32_t(code));
 
-    // The elements compared: all, or a sample (with the last element) on large problems.
-    std::vector<std::pair<int, int>> elements;
-    int sampled = 0;
-    if (int64_t(s.m()) * s.n() * s.k() <= kFullOracleMacs) {
-      for (int i = 0; i < s.m(); ++i)
-        for (int j = 0; j < s.n(); ++j) elements.emplace_back(i, j);
-    } else {
-      std::mt19937_64 pick(seed ^ 0x5eed);
-      for (int e = 0; e < kSampledElements; ++e)
-        elements.emplace_back(int(pick() % uint64_t(s.m())), int(pick() % uint64_t(s.n())));
-      elements.emplace_back(s.m() - 1, s.n() - 1);
-      sampled = int(elements.size());
-    }
-    const contract::Tolerance& t = c.tolerance();
-    int64_t non_finite = 0, out_of_tolerance = 0, policy_violations = 0;
-    double max_abs = 0, err2 = 0, ref2 = 0;
     GemmOperands one;
     one.m = one.n = 1;
     one.k = s.k();
-    for (const auto& [i, j] : elements) {
-      const auto* ar = reinterpret_cast<const uint8_t*>(a.data()) + size_t(i) * s.k();
-      const auto* br = reinterpret_cast<const uint8_t*>(b.data()) + size_t(j) * s.k();
-      one.a.assign(ar, ar + s.k());
-      one.b.assign(br, br + s.k());
-      double magnitude = 0;
-      for (int kk = 0; kk < s.k(); ++kk) magnitude += std::fabs(decoded[ar[kk]] * decoded[br[kk]]);
-      const auto exact = GemmReference(form, one);
-      const double ref = exact.ok() ? double((*exact)[0]) : std::nan("");
-      uint16_t bits;
-      std::memcpy(&bits, out.data() + 2 * (size_t(i) * s.n() + j), 2);
-      const double got = Bf16ToFloat(bits);
-      if (!std::isfinite(got)) ++non_finite;
-      if (std::isnan(ref) || std::isinf(ref)) {
-        const bool same = std::isnan(ref) ? std::isnan(got) : got == ref;
-        policy_violations += same ? 0 : 1;
-        continue;
-      }
-      if (!std::isfinite(got)) {
-        ++policy_violations;
-        continue;
-      }
-      const double error = std::fabs(got - ref);
-      const double bound =
-          t.atol() + t.rtol() * std::fabs(ref) + (s.k() + 1) * std::ldexp(magnitude, -23);
-      out_of_tolerance += error > bound ? 1 : 0;
-      max_abs = std::max(max_abs, error);
-      err2 += error * error;
-      ref2 += ref * ref;
-    }
-    const double rel_l2 = ref2 > 0 ? std::sqrt(err2 / ref2) : (err2 > 0 ? INFINITY : 0.0);
-    rc->set_non_finite(std::max(non_finite, unwritten));
-    rc->set_out_of_tolerance(out_of_tolerance);
-    rc->set_max_abs_error(max_abs);
-    rc->set_relative_l2_error(rel_l2);
-    rc->set_nonfinite_policy_violations(policy_violations);
-    rc->set_sampled_rows(sampled);
-    const bool passed = unwritten == 0 && policy_violations == 0 && out_of_tolerance == 0 &&
-                        rel_l2 <= t.max_relative_l2();
-    rc->set_passed(passed);
-    if (unwritten > 0)
-      rc->set_failure(absl::StrCat(unwritten, " output elements never written (poison left)"));
-    else if (policy_violations > 0)
-      rc->set_failure(absl::StrCat(policy_violations,
-                                   " outputs break the NaN policy (non-finite where the oracle is "
-                                   "finite, or finite where a NaN code must propagate)"));
-    else if (!passed)
-      rc->set_failure(
-          absl::StrFormat("%d elements out of tolerance; relative L2 error %.3g (limit %.3g)",
-                          out_of_tolerance, rel_l2, t.max_relative_l2()));
+    JudgeAgainstExact(
+        s.m(), s.n(), s.k(), seed, out, unwritten, c.tolerance(),
+        [&](int i, int j) {
+          const auto* ar = reinterpret_cast<const uint8_t*>(a.data()) + size_t(i) * s.k();
+          const auto* br = reinterpret_cast<const uint8_t*>(b.data()) + size_t(j) * s.k();
+          one.a.assign(ar, ar + s.k());
+          one.b.assign(br, br + s.k());
+          ExactElement e;
+          for (int kk = 0; kk < s.k(); ++kk)
+            e.magnitude += std::fabs(decoded[ar[kk]] * decoded[br[kk]]);
+          const auto exact = GemmReference(form, one);
+          e.exact = exact.ok() ? double((*exact)[0]) : std::nan("");
+          return e;
+        },
+        rc);
   }
 
   std::vector<Proposal> ScheduleSpace() const override { return Proposals(ListedPoints()); }

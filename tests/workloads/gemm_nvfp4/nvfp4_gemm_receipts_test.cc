@@ -17,6 +17,7 @@
 #include "compiler/compiler.h"
 #include "compiler/parse.h"
 #include "compiler/targets.h"
+#include "tests/compiler/receipt_util.h"
 #include "workloads/gemm_nvfp4/schedules.h"
 
 namespace cake::workloads::gemm_nvfp4 {
@@ -24,29 +25,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::map<std::string, int64_t> Census(const report::LoweringReceipt& r) {
-  std::map<std::string, int64_t> out;
-  for (const auto& c : r.sass_census()) out[c.opcode()] += c.count();
-  return out;
-}
-
-// Opcodes beginning with `prefix`: a count independent of the receipt's own.
-int64_t CountPrefix(const std::map<std::string, int64_t>& census, const std::string& prefix) {
-  int64_t n = 0;
-  for (const auto& [opcode, count] : census)
-    if (opcode.rfind(prefix, 0) == 0) n += count;
-  return n;
-}
-
-// Admission refused the MMA form on `target`, by name ("... is not admitted on sm_120").
-bool RefusedNaming(const report::AnalysisReport& analysis, const std::string& target) {
-  if (analysis.verdict() != report::REJECTED) return false;
-  for (const report::Diagnostic& d : analysis.diagnostics())
-    if (d.id() == report::DIAG_INSTR_NOT_ADMITTED &&
-        absl::EndsWith(d.message(), absl::StrCat("is not admitted on ", target)))
-      return true;
-  return false;
-}
+using testing::Census;
+using testing::CountPrefix;
+using testing::RefusedNaming;
 
 class Nvfp4GemmReceipts : public ::testing::Test {
  protected:
