@@ -311,13 +311,15 @@ void CheckStore(const KernelGraph& g, const OpNode& n, DiagnosticSink& sink, Che
 }  // namespace
 
 void RunFragmentPass(const PassContext& ctx, DiagnosticSink& sink, CheckCounter& checks) {
-  for (const auto& gp : ctx.graphs)
+  for (const auto& gp : ctx.graphs) {
+    CheckCaches(*gp, sink, checks);
     for (const auto& np : gp->nodes) {
       if (np->op->has_matrix_load()) CheckMatrixLoad(*gp, *np, sink, checks);
       if (np->op->has_mma()) CheckMma(*gp, *np, sink, checks);
       if (np->op->has_scale_load()) CheckScaleLoad(*gp, *np, sink, checks);
       if (np->op->has_store_accumulator()) CheckStore(*gp, *np, sink, checks);
     }
+  }
 }
 
 }  // namespace cake::compiler

@@ -46,6 +46,8 @@ void RunRolePass(const PassContext&, DiagnosticSink&, CheckCounter&);
 void RunPipelinePass(const PassContext&, DiagnosticSink&, CheckCounter&);
 void RunResourcePass(const PassContext&, DiagnosticSink&, CheckCounter&);
 void RunProgramPass(const PassContext&, DiagnosticSink&, CheckCounter&);
+// The fragments pass's checks of paged caches, gathers and decodes (pass_caches.cc).
+void CheckCaches(const KernelGraph& g, DiagnosticSink& sink, CheckCounter& checks);
 
 // --- helpers shared by passes and lowering ---
 
