@@ -91,6 +91,17 @@ std::vector<Ref> ReferencesOf(const ir::Operation& op) {
                op.quantize_probabilities().probabilities()}};
     case ir::Operation::kRowReduce:
       return {{K::kValue, "row_reduce.src", op.row_reduce().src()}};
+    case ir::Operation::kScalarMath: {
+      std::vector<Ref> refs;
+      for (int i = 0; i < op.scalar_math().inputs_size(); ++i)
+        refs.push_back(
+            {K::kValue, absl::StrCat("scalar_math.inputs[", i, "]"), op.scalar_math().inputs(i)});
+      return refs;
+    }
+    case ir::Operation::kCrossWarpReduce:
+      return {{K::kValue, "cross_warp_reduce.src", op.cross_warp_reduce().src()},
+              {K::kRole, "cross_warp_reduce.role", op.cross_warp_reduce().role()},
+              {K::kBuffer, "cross_warp_reduce.scratch", op.cross_warp_reduce().scratch()}};
     case ir::Operation::kArgReduce:
       return {{K::kAccumulator, "arg_reduce.acc", op.arg_reduce().acc()},
               {K::kTensor, "arg_reduce.column_norms", op.arg_reduce().column_norms(), true},

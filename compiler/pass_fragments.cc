@@ -313,6 +313,7 @@ void CheckStore(const KernelGraph& g, const OpNode& n, DiagnosticSink& sink, Che
 void RunFragmentPass(const PassContext& ctx, DiagnosticSink& sink, CheckCounter& checks) {
   for (const auto& gp : ctx.graphs) {
     CheckCaches(*gp, sink, checks);
+    CheckMathOps(*gp, sink, checks);
     for (const auto& np : gp->nodes) {
       if (np->op->has_matrix_load()) CheckMatrixLoad(*gp, *np, sink, checks);
       if (np->op->has_mma()) CheckMma(*gp, *np, sink, checks);

@@ -198,6 +198,7 @@ std::vector<std::string> SharedReads(const ir::Operation& op) {
   if (op.has_matrix_load()) return {op.matrix_load().src()};
   if (op.has_decode_fragment()) return {op.decode_fragment().records()};
   if (op.has_scale_load()) return {op.scale_load().src()};
+  if (op.has_cross_warp_reduce()) return {op.cross_warp_reduce().scratch()};
   return {};
 }
 
@@ -205,6 +206,7 @@ std::vector<std::string> SharedWrites(const ir::Operation& op) {
   if (op.has_copy()) return {op.copy().dst()};
   if (op.has_store_shared()) return {op.store_shared().dst()};
   if (op.has_gather_records()) return {op.gather_records().dst()};
+  if (op.has_cross_warp_reduce()) return {op.cross_warp_reduce().scratch()};
   return {};
 }
 

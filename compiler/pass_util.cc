@@ -98,6 +98,7 @@ bool IsWarpCollective(const ir::Operation& op) {
     case ir::Operation::kMma:
     case ir::Operation::kRegisterBudget:
     case ir::Operation::kRowReduce:
+    case ir::Operation::kCrossWarpReduce:
     case ir::Operation::kArgReduce:
     case ir::Operation::kScaleLoad:
       return true;

@@ -48,6 +48,8 @@ void RunResourcePass(const PassContext&, DiagnosticSink&, CheckCounter&);
 void RunProgramPass(const PassContext&, DiagnosticSink&, CheckCounter&);
 // The fragments pass's checks of paged caches, gathers and decodes (pass_caches.cc).
 void CheckCaches(const KernelGraph& g, DiagnosticSink& sink, CheckCounter& checks);
+// The fragments pass's checks of register math and cross-warp reductions (pass_math.cc).
+void CheckMathOps(const KernelGraph& g, DiagnosticSink& sink, CheckCounter& checks);
 
 // --- helpers shared by passes and lowering ---
 
