@@ -6,6 +6,7 @@ operation name or a dropped flag in README then fails here.
 Run by CTest with CAKED_PATH, CAKECTL_PATH, CAKEC_PATH and CAKE_SOURCE_DIR set.
 """
 import os
+import shutil
 import re
 import shlex
 import subprocess
@@ -78,6 +79,7 @@ class ReadmeCommandsTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.daemon.stop()
+        shutil.rmtree(cls.work, ignore_errors=True)
 
     def run_tool(self, tokens):
         binary = os.path.basename(tokens[0])

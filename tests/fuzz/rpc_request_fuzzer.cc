@@ -39,6 +39,13 @@ World& TheWorld() {
         std::filesystem::temp_directory_path() / ("cake-rpc-fuzz-" + std::to_string(getpid()));
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
+    // The world lives as long as the process; its folder (~5 MB of ledger and artifacts) goes
+    // with it at a normal exit, as at the end of a replay.
+    static std::string world_dir = dir;
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(world_dir, ec);
+    });
     out->ledger = *cake::ledger::Ledger::Open(dir + "/ledger.db");
     cake::server::OrchestratorConfig cfg;
     cfg.store_root = dir + "/artifacts";
