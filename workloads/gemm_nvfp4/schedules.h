@@ -24,8 +24,13 @@ std::string Nvfp4GemmSchedule(const Nvfp4GemmPoint& p);
 std::vector<Nvfp4GemmPoint> Nvfp4GemmPoints();
 
 // Points over CTA tiles 64/128 x 64/128, k-tiles 64/128/256 and 2-4 stages on a 2x2 warp grid,
-// those whose stages fit SM12x's 99 KiB of shared memory per block: the search's space beyond
-// Nvfp4GemmPoints().
+// those whose stages fit SM12x's 99 KiB of shared memory per block, less those that spill on
+// sm_120f: the search's space beyond Nvfp4GemmPoints().
 std::vector<Nvfp4GemmPoint> Nvfp4GemmGrid();
+
+// The grid's points whose sm_120f receipt fails for spills to local memory (ptxas 13.0: 32 and
+// 152 B at 255 registers); nvfp4_gemm_receipts_test checks that they still spill and that no
+// point of the space does.
+std::vector<std::string> Nvfp4PointsThatSpill();
 
 }  // namespace cake::workloads::gemm_nvfp4

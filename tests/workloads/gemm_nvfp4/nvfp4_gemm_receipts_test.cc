@@ -5,11 +5,14 @@
 // SASS only.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -19,6 +22,7 @@
 #include "compiler/targets.h"
 #include "tests/compiler/receipt_util.h"
 #include "workloads/gemm_nvfp4/schedules.h"
+#include "workloads/workload.h"
 
 namespace cake::workloads::gemm_nvfp4 {
 namespace {
@@ -93,6 +97,55 @@ TEST_F(Nvfp4GemmReceipts, Sm12xSassHoldsTheScaledFp4FormAndTheLaunchTakesTheScal
     ASSERT_TRUE(refused.ok()) << refused.status();
     EXPECT_FALSE(refused->receipt.has_value()) << target;
     EXPECT_TRUE(RefusedNaming(refused->analysis, target)) << refused->analysis.DebugString();
+  }
+}
+
+// Every point of the workload's search space compiles for sm_120f (the bundled contract's
+// compile target) with a passing receipt and no spill, and every point the grid leaves out for
+// spilling still spills there: with another ptxas the test says which points to move. Two
+// threads, one artifact store each.
+TEST_F(Nvfp4GemmReceipts, TheSearchSpaceCompilesWithoutSpillsAndTheLeftOutPointsStillSpill) {
+  std::vector<std::pair<std::string, std::string>> points;  // label, schedule
+  for (const Proposal& p : FindWorkload("gemm_nvfp4")->SearchSpace())
+    points.emplace_back(p.label, p.schedule_text);
+  const size_t in_space = points.size();
+  for (const std::string& label : Nvfp4PointsThatSpill()) {
+    for (const Nvfp4GemmPoint& g : Nvfp4GemmGrid()) ASSERT_NE(g.Describe(), label);
+    Nvfp4GemmPoint p;  // "TMxTNxTK w2x2 sS nvfp4"
+    ASSERT_EQ(
+        std::sscanf(label.c_str(), "%dx%dx%d w2x2 s%d", &p.tile_m, &p.tile_n, &p.tile_k, &p.stages),
+        4)
+        << label;
+    ASSERT_EQ(p.Describe(), label);
+    points.emplace_back(label, Nvfp4GemmSchedule(p));
+  }
+  std::vector<int64_t> spills(points.size(), -1);
+  std::vector<bool> passed(points.size(), false);
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < 2; ++t)
+    pool.emplace_back([&, t] {
+      compiler::CompileOptions opts;
+      opts.store_root = (store_ / ("space_" + std::to_string(t))).string();
+      const compiler::TargetInfo* target = *compiler::TargetByName("sm_120f");
+      for (size_t i = next++; i < points.size(); i = next++) {
+        auto parsed = compiler::ParseModuleText(points[i].second, points[i].first);
+        if (!parsed.ok()) continue;
+        auto r = compiler::Compile(*parsed, *target, opts);
+        if (!r.ok() || !r->receipt.has_value()) continue;
+        passed[i] = r->receipt->outcome() == report::LoweringReceipt::PASS;
+        spills[i] = r->receipt->resources().spill_store_bytes();
+      }
+    });
+  for (std::thread& t : pool) t.join();
+  for (size_t i = 0; i < points.size(); ++i) {
+    SCOPED_TRACE(points[i].first);
+    if (i < in_space) {
+      EXPECT_TRUE(passed[i]);
+      EXPECT_EQ(spills[i], 0);
+    } else {
+      EXPECT_GT(spills[i], 0) << "no longer spills: move it back into the space";
+    }
   }
 }
 
