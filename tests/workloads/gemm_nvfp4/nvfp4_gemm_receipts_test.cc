@@ -149,6 +149,33 @@ TEST_F(Nvfp4GemmReceipts, TheSearchSpaceCompilesWithoutSpillsAndTheLeftOutPoints
   }
 }
 
+// The lane that holds each row's and column's scale word, as the lowering emits it, against the
+// scale-factor layouts of the m16n8k64 block-scaled MMA written independently as CUTLASS states
+// them (cute's SM120_16x8x64_TN_VS traits, read, not copied): SFA maps thread t = t0 + 2 t1 + 4 t2
+// (t0, t1 < 2, t2 < 8) to row 8 t0 + t2, t1 a broadcast; SFB maps t = t0 + 4 t1 to column t1, t0 a
+// broadcast. Every lane's word must be the one those layouts give it.
+TEST(Nvfp4ScaleLanes, TheEmittedLaneMapIsTheMmaScaleLayout) {
+  for (int lane = 0; lane < 32; ++lane) {
+    const int t0 = lane & 1, t2 = lane >> 2;
+    const int sfa_row = 8 * t0 + t2;                              // SFA: (2,2,8):(8,0,1) over M16
+    const int sfb_col = lane >> 2;                                // SFB: (4,8):(0,1) over N8
+    EXPECT_EQ((lane >> 2) + ((lane & 1) << 3), sfa_row) << lane;  // the emitted row term
+    EXPECT_EQ(lane >> 2, sfb_col) << lane;                        // the emitted column term
+  }
+  // The emitted source holds exactly those terms.
+  auto parsed = compiler::ParseModuleText(Nvfp4GemmSchedule(Nvfp4GemmPoints().front()), "nvfp4");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const compiler::EmitResult emitted =
+      compiler::Emit(*parsed, **compiler::TargetByName("sm_120f"), {});
+  ASSERT_TRUE(emitted.source.has_value()) << emitted.analysis.DebugString();
+  const std::string& text = emitted.source->text;
+  EXPECT_NE(text.find("i * 16 + (lane >> 2) + ((lane & 1) << 3);"), std::string::npos) << text;
+  EXPECT_NE(text.find("j * 8 + (lane >> 2);"), std::string::npos) << text;
+  // One 32-bit word a row per MMA k step (four UE4M3 scales of 16), selectors {0, 0}.
+  EXPECT_NE(text.find("row * K64 + kstep"), std::string::npos);
+  EXPECT_NE(text.find("%10, {0, 0}, %11, {0, 0};"), std::string::npos);
+}
+
 // The schedule text is data: every point parses, every grid point fits the shared budget.
 TEST(Nvfp4GemmSchedules, PointsAndGridParse) {
   std::set<std::string> labels;
