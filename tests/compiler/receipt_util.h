@@ -1,15 +1,19 @@
 // Helpers shared by the tests that compile schedules through the real compiler and read their
-// receipts: the SASS census by opcode, an independent count of opcodes by prefix, and whether
-// admission refused a form on a target by name.
+// receipts: the compile itself, the SASS census by opcode, an independent count of opcodes by
+// prefix, and whether admission refused a form on a target by name.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cake/report.pb.h"
+#include "compiler/compiler.h"
+#include "compiler/parse.h"
+#include "compiler/targets.h"
 
 namespace cake::testing {
 
@@ -37,6 +41,20 @@ inline bool RefusedNaming(const report::AnalysisReport& analysis, const std::str
         absl::EndsWith(d.message(), absl::StrCat("is not admitted on ", target)))
       return true;
   return false;
+}
+
+// Parses `text` and compiles it for `target` through the real compiler into `store`.
+inline absl::StatusOr<compiler::CompileResult> CompileSchedule(const std::string& text,
+                                                               const std::string& label,
+                                                               const char* target,
+                                                               const std::string& store) {
+  auto parsed = compiler::ParseModuleText(text, label);
+  if (!parsed.ok()) return parsed.status();
+  auto t = compiler::TargetByName(target);
+  if (!t.ok()) return t.status();
+  compiler::CompileOptions opts;
+  opts.store_root = store;
+  return compiler::Compile(*parsed, **t, opts);
 }
 
 }  // namespace cake::testing

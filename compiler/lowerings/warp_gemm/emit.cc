@@ -89,33 +89,29 @@ LoweredKernel EmitWarpGemm(const WarpGemmPlan& p, const TargetInfo& target,
     w.Line("  const int m0 = blockIdx.y * kTileM, n0 = blockIdx.x * kTileN;");
   }
   MainloopTerms terms{kA, kB, kM, kN, kK};
-  if (p.elements_per_unit == 4) {
-    w.Line(
-        "  // The packed E2M1 operands as 16-bit units (four adjacent K elements); K16 counts "
-        "them.");
+  if (p.elements_per_unit > 1) {
+    w.Line(p.elements_per_unit == 4
+               ? "  // The packed E2M1 operands as 16-bit units (four adjacent K elements); K16 "
+                 "counts them."
+               : "  // The 8-bit operands as 16-bit units (two adjacent K elements); K16 counts "
+                 "them.");
     w.Line(absl::StrCat(
         "  const __nv_bfloat16* const A16 = reinterpret_cast<const __nv_bfloat16*>(", kA, ");"));
     w.Line(absl::StrCat(
         "  const __nv_bfloat16* const B16 = reinterpret_cast<const __nv_bfloat16*>(", kB, ");"));
-    w.Line(absl::StrCat("  const int K16 = ", kK, " / 4;"));
+    w.Line(absl::StrCat("  const int K16 = ", kK, " / ", p.elements_per_unit, ";"));
+    terms = MainloopTerms{"A16", "B16", kM, kN, "K16"};
+  }
+  if (!p.scale_a.empty()) {
     w.Line("  // Scale words: four UE4M3 scales (one MMA k step of 64) of a row; K64 a row.");
     w.Line(absl::StrCat("  const uint32_t* const SA32 = reinterpret_cast<const uint32_t*>(",
                         kScaleA, ");"));
     w.Line(absl::StrCat("  const uint32_t* const SB32 = reinterpret_cast<const uint32_t*>(",
                         kScaleB, ");"));
     w.Line(absl::StrCat("  const int K64 = ", kK, " / 64;"));
-    terms = MainloopTerms{"A16", "B16", kM, kN, "K16"};
     terms.scale_a_words = "SA32";
     terms.scale_b_words = "SB32";
     terms.scale_row_words = "K64";
-  } else if (p.elements_per_unit == 2) {
-    w.Line("  // The 8-bit operands as 16-bit units (two adjacent K elements); K16 counts them.");
-    w.Line(absl::StrCat(
-        "  const __nv_bfloat16* const A16 = reinterpret_cast<const __nv_bfloat16*>(", kA, ");"));
-    w.Line(absl::StrCat(
-        "  const __nv_bfloat16* const B16 = reinterpret_cast<const __nv_bfloat16*>(", kB, ");"));
-    w.Line(absl::StrCat("  const int K16 = ", kK, " / 2;"));
-    terms = MainloopTerms{"A16", "B16", kM, kN, "K16"};
   }
   if (tma) {
     terms.a_map = absl::StrCat("tmap_", kA);

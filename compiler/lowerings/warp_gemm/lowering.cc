@@ -2,7 +2,8 @@
 // fragments and mma.sync m16n8k16 BF16 -> FP32, for the gemm_bf16_tn workload; and warp_gemm_fp8,
 // the same tiles over E4M3/E5M2 with mma.sync m16n8k32 (legacy or unit-scale block-scaled), for
 // the gemm_blockscaled workload.
-#include <algorithm>
+#include <string>
+#include <vector>
 
 #include "compiler/lowering.h"
 
@@ -21,12 +22,13 @@ report::LaunchSpec::Arg Arg(report::LaunchSpec::Arg::Kind kind, const std::strin
   return a;
 }
 
-report::LaunchSpec Launch(const std::string& a, const std::string& b, const std::string& c,
-                          const std::string& m, const std::string& n, const std::string& k,
-                          int tile_m, int tile_n, int threads, int64_t shared) {
+// `tensors` in the kernel's order: A, B, then (block-scaled) the scales of A and B, then C.
+report::LaunchSpec Launch(const std::vector<std::string>& tensors, const std::string& m,
+                          const std::string& n, const std::string& k, int tile_m, int tile_n,
+                          int threads, int64_t shared) {
   using K = report::LaunchSpec::Arg;
   report::LaunchSpec l;
-  for (const std::string& t : {a, b, c}) *l.add_args() = Arg(K::TENSOR, t);
+  for (const std::string& t : tensors) *l.add_args() = Arg(K::TENSOR, t);
   for (const std::string& s : {m, n, k}) *l.add_args() = Arg(K::SCALAR, s);
   l.mutable_grid_x()->set_extent(n);
   l.mutable_grid_x()->set_divisor(tile_n);
@@ -41,15 +43,11 @@ report::LaunchSpec Launch(const std::string& a, const std::string& b, const std:
 LoweredKernel LowerPlan(const WarpGemmPlan& p, const TargetInfo& target,
                         const std::string& schedule_hash, const std::string& version) {
   LoweredKernel k = EmitWarpGemm(p, target, schedule_hash, version);
-  k.launch =
-      Launch(p.a, p.b, p.c, p.m, p.n, p.k, p.tile_m, p.tile_n, p.threads, k.dynamic_shared_bytes);
-  if (!p.scale_a.empty()) {  // the scale tensors follow B, as in the kernel's signature
-    using K = report::LaunchSpec::Arg;
-    auto* args = k.launch.mutable_args();
-    args->Add(Arg(K::TENSOR, p.scale_a));
-    args->Add(Arg(K::TENSOR, p.scale_b));
-    std::rotate(args->begin() + 2, args->end() - 2, args->end());
-  }
+  // The scale tensors follow B, as in the kernel's signature.
+  std::vector<std::string> tensors = {p.a, p.b};
+  if (!p.scale_a.empty()) tensors.insert(tensors.end(), {p.scale_a, p.scale_b});
+  tensors.push_back(p.c);
+  k.launch = Launch(tensors, p.m, p.n, p.k, p.tile_m, p.tile_n, p.threads, k.dynamic_shared_bytes);
   if (p.k_slices > 1) k.launch.mutable_grid_z()->set_count(p.k_slices);
   if (p.persistent) {
     k.launch.set_persistent(true);
@@ -139,7 +137,7 @@ class WarpGemmLowering final : public WarpGemmOfWidth {
     }
     if (tile_m <= 0 || tile_n <= 0) return false;
     *r->mutable_launch() =
-        Launch("A", "B", "C", "M", "N", "K", static_cast<int>(tile_m), static_cast<int>(tile_n),
+        Launch({"A", "B", "C"}, "M", "N", "K", static_cast<int>(tile_m), static_cast<int>(tile_n),
                r->threads_per_cta(), r->resources().shared_dynamic_bytes());
     r->set_lowering(name());
     return true;

@@ -33,13 +33,7 @@ class Fp8GemmReceipts : public ::testing::Test {
     fs::remove_all(store_);
   }
   absl::StatusOr<compiler::CompileResult> Compile(const Fp8GemmPoint& p, const char* target) {
-    auto parsed = compiler::ParseModuleText(Fp8GemmSchedule(p), p.Describe());
-    if (!parsed.ok()) return parsed.status();
-    auto t = compiler::TargetByName(target);
-    if (!t.ok()) return t.status();
-    compiler::CompileOptions opts;
-    opts.store_root = store_.string();
-    return compiler::Compile(*parsed, **t, opts);
+    return testing::CompileSchedule(Fp8GemmSchedule(p), p.Describe(), target, store_.string());
   }
   static fs::path store_;
 };

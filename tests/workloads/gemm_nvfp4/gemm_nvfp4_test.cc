@@ -8,10 +8,8 @@
 
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <random>
 #include <set>
-#include <sstream>
 
 #include "google/protobuf/text_format.h"
 #include "tests/compiler/test_util.h"
@@ -28,17 +26,10 @@ using workloads::gemm_nvfp4::Problem;
 const workloads::Workload& Nvfp4() { return *workloads::FindWorkload("gemm_nvfp4"); }
 uint64_t Fresh() { return std::random_device{}() * 0x9e3779b97f4a7c15ull ^ std::random_device{}(); }
 
-std::string ReadSource(const std::string& relative) {
-  std::ifstream in(testing::SourceDir() / relative);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 contract::Contract Bundled() {
   contract::Contract c;
   EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(
-      ReadSource("contracts/gemm_nvfp4.textproto"), &c));
+      testing::ReadText(testing::SourceDir() / "contracts/gemm_nvfp4.textproto"), &c));
   return c;
 }
 
@@ -96,7 +87,8 @@ TEST(GemmNvfp4, BundledContractAndExampleAreValid) {
     EXPECT_TRUE(Nvfp4().CheckShape(v.problem()).ok()) << v.name();
   for (const auto& d : Nvfp4().DerivedCases({{"M", 128}, {"N", 64}}))
     EXPECT_TRUE(Nvfp4().CheckShape(d.problem).ok()) << d.name;
-  const std::string example = ReadSource("examples/gemm_nvfp4.textproto");
+  const std::string example =
+      testing::ReadText(testing::SourceDir() / "examples/gemm_nvfp4.textproto");
   EXPECT_NE(example.find(Nvfp4().ScheduleSpace()[0].schedule_text), std::string::npos);
   // The tensors the schedule's launch binds, with their packed sizes.
   const auto tensors = Nvfp4().Tensors(Problem(128, 64, 256), c);

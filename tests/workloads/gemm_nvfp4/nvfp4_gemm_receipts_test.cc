@@ -41,13 +41,7 @@ class Nvfp4GemmReceipts : public ::testing::Test {
   }
   static void TearDownTestSuite() { fs::remove_all(store_); }
   absl::StatusOr<compiler::CompileResult> Compile(const Nvfp4GemmPoint& p, const char* target) {
-    auto parsed = compiler::ParseModuleText(Nvfp4GemmSchedule(p), p.Describe());
-    if (!parsed.ok()) return parsed.status();
-    auto t = compiler::TargetByName(target);
-    if (!t.ok()) return t.status();
-    compiler::CompileOptions opts;
-    opts.store_root = store_.string();
-    return compiler::Compile(*parsed, **t, opts);
+    return testing::CompileSchedule(Nvfp4GemmSchedule(p), p.Describe(), target, store_.string());
   }
   static fs::path store_;
 };
@@ -125,13 +119,9 @@ TEST_F(Nvfp4GemmReceipts, TheSearchSpaceCompilesWithoutSpillsAndTheLeftOutPoints
   std::vector<std::thread> pool;
   for (int t = 0; t < 2; ++t)
     pool.emplace_back([&, t] {
-      compiler::CompileOptions opts;
-      opts.store_root = (store_ / ("space_" + std::to_string(t))).string();
-      const compiler::TargetInfo* target = *compiler::TargetByName("sm_120f");
+      const std::string store = (store_ / ("space_" + std::to_string(t))).string();
       for (size_t i = next++; i < points.size(); i = next++) {
-        auto parsed = compiler::ParseModuleText(points[i].second, points[i].first);
-        if (!parsed.ok()) continue;
-        auto r = compiler::Compile(*parsed, *target, opts);
+        auto r = testing::CompileSchedule(points[i].second, points[i].first, "sm_120f", store);
         if (!r.ok() || !r->receipt.has_value()) continue;
         passed[i] = r->receipt->outcome() == report::LoweringReceipt::PASS;
         spills[i] = r->receipt->resources().spill_store_bytes();
